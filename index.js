@@ -1,0 +1,293 @@
+// claw-identity: the OpenClaw plugin entry and the JS half of the identity
+// layer. Every decision is made in Rust (claw-identity.linux-x64-gnu.node);
+// this file only moves values between OpenClaw and the addon.
+import { createRequire } from 'node:module';
+
+if (process.platform !== 'linux' || process.arch !== 'x64') {
+  throw new Error(
+    `claw-identity ships a prebuilt addon for linux-x64 (glibc) only; this is ${process.platform}-${process.arch}`,
+  );
+}
+// A literal path: OpenClaw copies plugin code and follows literal requires,
+// and no environment variable can redirect which binary is loaded.
+const native = createRequire(import.meta.url)('./claw-identity.linux-x64-gnu.node');
+
+export const { fingerprint, noop } = native;
+
+const PLUGIN_ID = 'claw-identity';
+const SECRET_RUN = /[0-9a-fA-F]{16,}/g;
+const kSafetyNet = Symbol('claw-identity.safetyNet');
+
+/** Text we did not write (an exception message) may hold anything: hide hex runs. */
+const scrub = (text) => String(text).replace(SECRET_RUN, '<redacted>');
+const str = (v) => (typeof v === 'string' ? v : undefined);
+
+function discard() {}
+
+const defaultLogger = {
+  info: discard,
+  warn: (line) => console.warn(line),
+  error: (line) => console.error(line),
+};
+
+function checkLogger(logger) {
+  if (logger === undefined) return defaultLogger;
+  for (const level of ['info', 'warn', 'error']) {
+    if (typeof logger?.[level] !== 'function') {
+      throw new TypeError(`claw-identity: options.logger must have info, warn and error functions (missing ${level})`);
+    }
+  }
+  return logger;
+}
+
+/**
+ * A copy of `params` exactly as `{...params}` makes it (own enumerable string
+ * and symbol keys, getters read once). Spread would turn an own `__proto__`
+ * key (JSON.parse can make one) into the copy's prototype, so that one key is
+ * defined instead.
+ */
+function copyParams(params) {
+  if (!Object.hasOwn(params, '__proto__')) return { ...params };
+  const out = {};
+  for (const key of Reflect.ownKeys(params)) {
+    if (!Object.prototype.propertyIsEnumerable.call(params, key)) continue;
+    Object.defineProperty(out, key, { value: params[key], enumerable: true, writable: true, configurable: true });
+  }
+  return out;
+}
+
+function alreadyApplied(params, patch) {
+  for (const key of Object.keys(patch)) {
+    const want = patch[key];
+    if (!Object.hasOwn(params, key)) return false;
+    const have = params[key];
+    if (typeof want === 'object' && want !== null) {
+      if (JSON.stringify(have) !== JSON.stringify(want)) return false;
+    } else if (!Object.is(have, want)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+export class IdentityLayer {
+  #native;
+  #handle;
+  #prefixes;
+  #tools;
+  #slots;
+  #logger;
+  #unowned = 0;
+  #internalErrors = 0;
+  #blockOnMissing;
+  #warnedUntrusted = false;
+
+  constructor(options = {}) {
+    if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+      throw new TypeError('claw-identity: options must be an object');
+    }
+    const { logger, ...rest } = options;
+    this.#logger = checkLogger(logger);
+    const log = this.#logger;
+    this.#native = new native.NativeLayer(
+      JSON.stringify(rest),
+      (level, line) => {
+        try {
+          log[level](line);
+        } catch {
+          // A logger that throws must not take the watcher or a tool call down.
+        }
+      },
+      log.info !== discard,
+    );
+    this.#handle = this.#native.handle;
+    const interest = this.#native.interest();
+    this.#prefixes = interest.prefixes;
+    this.#tools = new Set(interest.tools);
+    this.#slots = interest.slots;
+    this.#blockOnMissing = rest.onMissingToken === 'block';
+  }
+
+  #owns(tool) {
+    const prefixes = this.#prefixes;
+    for (let i = 0; i < prefixes.length; i++) if (tool.startsWith(prefixes[i])) return true;
+    return this.#tools.has(tool);
+  }
+
+  #decide(tool, params, ctx, quiet) {
+    const agentId = ctx == null ? undefined : str(ctx.agentId);
+    const sessionKey = ctx == null ? undefined : str(ctx.sessionKey);
+    const json = this.#tools.has(tool) ? JSON.stringify(params) : undefined;
+    return native.decide(this.#handle, tool, agentId, sessionKey, json, quiet);
+  }
+
+  /**
+   * The whole decision for one tool call, in OpenClaw's hook result shape.
+   * Never throws.
+   */
+  beforeToolCall(event, ctx) {
+    let tool;
+    try {
+      tool = event == null ? undefined : event.toolName;
+      if (typeof tool !== 'string' || !this.#owns(tool)) {
+        this.#unowned++;
+        return undefined;
+      }
+      const raw = event.params;
+      const params = raw !== null && typeof raw === 'object' && !Array.isArray(raw) ? raw : {};
+      const d = this.#decide(tool, params, ctx, false);
+      return d === undefined ? undefined : toResult(d, params, this.#slots);
+    } catch (err) {
+      return this.#failed(tool, err);
+    }
+  }
+
+  /** The ordinary-hook safety net: a no-op when the trusted tier already did the work. */
+  [kSafetyNet](event, ctx) {
+    let tool;
+    try {
+      tool = event == null ? undefined : event.toolName;
+      if (typeof tool !== 'string' || !this.#owns(tool)) return undefined;
+      const raw = event.params;
+      const params = raw !== null && typeof raw === 'object' && !Array.isArray(raw) ? raw : {};
+      const check = this.#decide(tool, params, ctx, true);
+      if (check === undefined) return undefined;
+      const patch = patchOf(check, this.#slots);
+      if (patch !== undefined && alreadyApplied(params, patch)) return undefined;
+      if (!this.#warnedUntrusted) {
+        this.#warnedUntrusted = true;
+        this.#logger.error(
+          '[claw-identity] the trusted tool-policy tier did not run for this call, so identity is enforced only by the ordinary before_tool_call hook: another plugin\'s hook at a lower priority can undo the rewrite and approvals may freeze the model\'s params. Declare contracts.trustedToolPolicies and enable the plugin explicitly (openclaw plugins install <tgz> --force --accept-capabilities).',
+        );
+      }
+      const d = this.#decide(tool, params, ctx, false);
+      return d === undefined ? undefined : toResult(d, params, this.#slots);
+    } catch (err) {
+      return this.#failed(tool, err);
+    }
+  }
+
+  #failed(tool, err) {
+    this.#internalErrors++;
+    try {
+      this.#logger.error(`[claw-identity] internal error deciding tool=${scrub(tool)}: ${scrub(err?.message ?? err)}`);
+    } catch {
+      // nothing left to report to
+    }
+    if (this.#blockOnMissing && typeof tool === 'string' && this.#owns(tool)) {
+      return {
+        block: true,
+        blockReason: 'auth-token: claw-identity could not decide this call, so it was not run; do not retry it. The operator will find the error in the gateway log.',
+      };
+    }
+    return undefined;
+  }
+
+  /** Counters and map state; never holds a token. */
+  stats() {
+    const s = this.#native.stats();
+    s.passed += this.#unowned;
+    s.lastError ??= null;
+    s.internalErrors = this.#internalErrors;
+    return s;
+  }
+
+  /** Stops the watcher. The map in force stays in force. Idempotent. */
+  close() {
+    this.#native.close();
+  }
+}
+
+/**
+ * The patch a decision sets. `decide` returns a rewrite of only the layer's
+ * slots (the token, the conversation id) as one string: the slot values in
+ * order, NUL-separated, empty for a slot left alone. An N-API object costs
+ * about 1 µs to build; a string about 50 ns.
+ */
+function patchOf(d, slots) {
+  if (typeof d !== 'string') return d.patch;
+  const patch = {};
+  applySlots(patch, d, slots);
+  return patch;
+}
+
+function applySlots(out, d, slots) {
+  if (slots.length === 1) {
+    out[slots[0]] = d;
+    return;
+  }
+  let start = 0;
+  for (let i = 0; i < slots.length; i++) {
+    let end = d.indexOf('\0', start);
+    if (end < 0) end = d.length;
+    if (end > start) out[slots[i]] = d.slice(start, end);
+    start = end + 1;
+  }
+}
+
+function toResult(d, params, slots) {
+  if (typeof d === 'string') {
+    const out = copyParams(params);
+    applySlots(out, d, slots);
+    return { params: out };
+  }
+  if (d.block !== undefined) return { block: true, blockReason: d.block };
+  if (d.approval !== undefined) return { requireApproval: d.approval };
+  const out = copyParams(params);
+  for (const key of Object.keys(d.patch)) out[key] = d.patch[key];
+  return { params: out };
+}
+
+let shared;
+let sharedKey;
+
+/**
+ * Configures the process-wide layer. Idempotent: the same options keep the
+ * same layer (and its watcher); different options replace it.
+ */
+export function configure(options = {}) {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new TypeError('claw-identity: options must be an object');
+  }
+  const { logger, ...rest } = options;
+  const key = JSON.stringify(rest);
+  if (shared !== undefined && key === sharedKey) return shared;
+  const next = new IdentityLayer(options);
+  shared?.close();
+  shared = next;
+  sharedKey = key;
+  return shared;
+}
+
+/** `beforeToolCall` of the process-wide layer (configured with defaults if `configure` was never called). */
+export function beforeToolCall(event, ctx) {
+  return (shared ?? configure()).beforeToolCall(event, ctx);
+}
+
+/** Stats of the process-wide layer, or `undefined` before `configure`. */
+export function stats() {
+  return shared?.stats();
+}
+
+export default {
+  id: PLUGIN_ID,
+  name: 'claw-identity',
+  description:
+    "Per-agent identity for MCP tools: injects each agent's auth_token from a live token map, and enforces the identity rules.",
+  register(api) {
+    const layer = configure({ ...(api.pluginConfig ?? {}), logger: api.logger });
+    let tier = 'the ordinary before_tool_call hook only (this OpenClaw has no trusted tool policies)';
+    if (typeof api.registerTrustedToolPolicy === 'function') {
+      api.registerTrustedToolPolicy({
+        id: PLUGIN_ID,
+        description: "Sets each agent's auth_token and enforces claw-identity's rules before any ordinary hook runs.",
+        evaluate: (event, ctx) => layer.beforeToolCall(event, ctx),
+      });
+      tier = 'the trusted tool-policy tier, with the before_tool_call hook (priority 100) as a safety net';
+    }
+    api.on('before_tool_call', (event, ctx) => layer[kSafetyNet](event, ctx), { priority: 100 });
+    if (api.registrationMode === 'full') {
+      api.logger.info(`[claw-identity] identity is enforced by ${tier}`);
+    }
+  },
+};

@@ -1,0 +1,340 @@
+//! One identity layer: the options, the live map, the watcher, the counters.
+//! Pure Rust; `lib.rs` wraps it for JavaScript.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arc_swap::ArcSwap;
+use parking_lot::Mutex;
+use sha2::{Digest, Sha256};
+
+use crate::engine::{Decision, Engine, MapView, TokenStatus};
+use crate::log::Log;
+use crate::options::Options;
+use crate::redact::shown;
+use crate::rules::{ToolCall, Verdict};
+use crate::token_map::{self, GateOptions, MapError, TokenMap, DEFAULT_MAX_MAP_BYTES};
+use crate::watcher::{Trigger, WatchConfig, Watcher};
+
+/// How often the watcher thread re-checks its target directory and staleness.
+const HEARTBEAT: Duration = Duration::from_millis(500);
+
+#[derive(Default)]
+struct Snapshot {
+    map: TokenMap,
+    loaded: bool,
+}
+
+#[derive(Default)]
+struct ReloadState {
+    /// sha256 of the content now in force: a change that leaves the bytes
+    /// equal is not a reload (a rename yields two events; a `touch` none).
+    content: Option<[u8; 32]>,
+    failing_since: Option<Instant>,
+    last_logged_error: Option<String>,
+    last_error: Option<String>,
+}
+
+#[derive(Default)]
+struct Counters {
+    reloads: AtomicU64,
+    reload_errors: AtomicU64,
+    injected: AtomicU64,
+    passed: AtomicU64,
+    missing: AtomicU64,
+    blocked: AtomicU64,
+    rewritten: AtomicU64,
+}
+
+/// A point-in-time copy of the counters, for `stats()`.
+#[derive(Debug, Clone)]
+pub struct Stats {
+    pub agents: u32,
+    pub loaded: bool,
+    pub reloads: u64,
+    pub reload_errors: u64,
+    pub last_error: Option<String>,
+    pub stale: bool,
+    pub injected: u64,
+    pub passed: u64,
+    pub missing: u64,
+    pub blocked: u64,
+    pub rewritten: u64,
+    pub log_dropped: u64,
+    pub watcher: &'static str,
+    pub token_map_path: String,
+}
+
+struct Shared {
+    engine: Engine,
+    log: Log,
+    gate: GateOptions,
+    snapshot: ArcSwap<Snapshot>,
+    reload: Mutex<ReloadState>,
+    stale: AtomicBool,
+    counters: Counters,
+}
+
+pub struct Layer {
+    shared: Arc<Shared>,
+    watcher: Mutex<Option<Watcher>>,
+}
+
+impl Layer {
+    /// Loads the map once (a failure is logged, not returned: the map may
+    /// appear later) and starts the watcher.
+    pub fn new(opts: Options, log: Log) -> std::io::Result<Layer> {
+        let gate = GateOptions {
+            allow_group_readable: opts.allow_group_readable,
+            max_bytes: DEFAULT_MAX_MAP_BYTES,
+        };
+        let watch = WatchConfig {
+            path: opts.token_map_path.clone(),
+            mode: opts.watcher,
+            poll_interval: Duration::from_millis(opts.poll_interval_ms),
+            heartbeat: HEARTBEAT,
+        };
+        let shared = Arc::new(Shared {
+            engine: Engine::new(opts),
+            log,
+            gate,
+            snapshot: ArcSwap::from_pointee(Snapshot::default()),
+            reload: Mutex::new(ReloadState::default()),
+            stale: AtomicBool::new(false),
+            counters: Counters::default(),
+        });
+        shared.reload();
+        shared.log.info(format_args!(
+            "plugin loaded; token map = {} ({} agents)",
+            shared.engine.options().token_map_path.display(),
+            shared.snapshot.load().map.len()
+        ));
+
+        let on_trigger = {
+            let shared = shared.clone();
+            Box::new(move |t: Trigger| match t {
+                Trigger::Watching | Trigger::Changed => shared.reload(),
+                Trigger::Heartbeat => shared.check_stale(),
+            })
+        };
+        let on_fallback = {
+            let shared = shared.clone();
+            Box::new(move |why: &str| shared.log.warn(format_args!("{why}")))
+        };
+        let watcher = Watcher::spawn(watch, on_trigger, on_fallback)?;
+        Ok(Layer {
+            shared,
+            watcher: Mutex::new(Some(watcher)),
+        })
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.shared.engine
+    }
+
+    /// Decides one call, logs it and counts it; `f` sees the decision while
+    /// the snapshot it borrows from is pinned.
+    pub fn decide<R>(&self, call: &ToolCall<'_>, f: impl FnOnce(&Decision<'_>) -> R) -> R {
+        let s = &*self.shared;
+        let snap = s.snapshot.load();
+        let view = MapView {
+            map: &snap.map,
+            loaded: snap.loaded,
+            stale: s.stale.load(Ordering::Relaxed),
+        };
+        let d = s.engine.decide(call, &view);
+        s.account(call, &d);
+        f(&d)
+    }
+
+    /// Decides without logging or counting (for `explain`).
+    pub fn explain<R>(&self, call: &ToolCall<'_>, f: impl FnOnce(&Decision<'_>) -> R) -> R {
+        let s = &*self.shared;
+        let snap = s.snapshot.load();
+        let view = MapView {
+            map: &snap.map,
+            loaded: snap.loaded,
+            stale: s.stale.load(Ordering::Relaxed),
+        };
+        f(&s.engine.decide(call, &view))
+    }
+
+    pub fn stats(&self) -> Stats {
+        let s = &*self.shared;
+        let snap = s.snapshot.load();
+        let c = &s.counters;
+        let last_error = s.reload.lock().last_error.clone();
+        Stats {
+            agents: snap.map.len() as u32,
+            loaded: snap.loaded,
+            reloads: c.reloads.load(Ordering::Relaxed),
+            reload_errors: c.reload_errors.load(Ordering::Relaxed),
+            last_error,
+            stale: s.stale.load(Ordering::Relaxed),
+            injected: c.injected.load(Ordering::Relaxed),
+            passed: c.passed.load(Ordering::Relaxed),
+            missing: c.missing.load(Ordering::Relaxed),
+            blocked: c.blocked.load(Ordering::Relaxed),
+            rewritten: c.rewritten.load(Ordering::Relaxed),
+            log_dropped: s.log.dropped(),
+            watcher: self
+                .watcher
+                .lock()
+                .as_ref()
+                .map_or("closed", |w| w.backend().as_str()),
+            token_map_path: s.engine.options().token_map_path.display().to_string(),
+        }
+    }
+
+    /// Stops the watcher. The last map stays in force for calls made after.
+    pub fn close(&self) {
+        let w = self.watcher.lock().take();
+        drop(w);
+    }
+}
+
+impl Drop for Layer {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+impl Shared {
+    fn account(&self, call: &ToolCall<'_>, d: &Decision<'_>) {
+        let c = &self.counters;
+        match d.token {
+            TokenStatus::Injected(_) => {
+                c.injected.fetch_add(1, Ordering::Relaxed);
+            }
+            TokenStatus::Missing(_) => {
+                c.missing.fetch_add(1, Ordering::Relaxed);
+            }
+            TokenStatus::NotOwned => {}
+        }
+        match &d.verdict {
+            Verdict::Pass => c.passed.fetch_add(1, Ordering::Relaxed),
+            Verdict::Rewrite(_) => c.rewritten.fetch_add(1, Ordering::Relaxed),
+            Verdict::Block(_) | Verdict::RequireApproval { .. } => {
+                c.blocked.fetch_add(1, Ordering::Relaxed)
+            }
+        };
+        if !self.log.enabled()
+            || (d.token == TokenStatus::NotOwned
+                && matches!(d.verdict, Verdict::Pass | Verdict::Rewrite(_)))
+        {
+            return;
+        }
+        if matches!(d.token, TokenStatus::Injected(_)) && !self.log.info_enabled() {
+            return;
+        }
+        let agent = call.agent_id.map(shown);
+        let agent = agent.as_deref().unwrap_or("<none>");
+        match d.token {
+            TokenStatus::Injected(_) => self.log.info(format_args!(
+                "before_tool_call tool={} agent={agent} token-status=ok",
+                shown(call.tool)
+            )),
+            TokenStatus::Missing(why) => self.log.warn(format_args!(
+                "before_tool_call tool={} agent={agent} token-status=missing ({why:?}){}",
+                shown(call.tool),
+                if matches!(d.verdict, Verdict::Block(_)) {
+                    "; blocked"
+                } else {
+                    "; passed unchanged"
+                }
+            )),
+            TokenStatus::NotOwned => {}
+        }
+        if let (Verdict::Block(reason), false) =
+            (&d.verdict, matches!(d.token, TokenStatus::Missing(_)))
+        {
+            self.log.warn(format_args!(
+                "blocked tool={} agent={agent}: {reason}",
+                shown(call.tool)
+            ));
+        }
+    }
+
+    /// Re-reads the map; swaps it in if it is valid and different. Never
+    /// throws away the map in force because of a bad file.
+    fn reload(&self) {
+        let mut st = self.reload.lock();
+        let file = match token_map::read_map(&self.engine.options().token_map_path, &self.gate) {
+            Ok(f) => f,
+            Err(e) => return self.fail(&mut st, e),
+        };
+        let digest: [u8; 32] = Sha256::digest(&file.bytes).into();
+        if st.content == Some(digest) {
+            self.recovered(&mut st);
+            return;
+        }
+        let parsed = match token_map::parse(&file.bytes) {
+            Ok(p) => p,
+            Err(e) => return self.fail(&mut st, e),
+        };
+        for w in file.warnings.iter().chain(parsed.skipped.iter()) {
+            self.log.warn(format_args!(
+                "token map {}: {w}",
+                self.engine.options().token_map_path.display()
+            ));
+        }
+        let agents = parsed.map.len();
+        let first = st.content.is_none();
+        self.snapshot.store(Arc::new(Snapshot {
+            map: parsed.map,
+            loaded: true,
+        }));
+        st.content = Some(digest);
+        self.counters.reloads.fetch_add(1, Ordering::Relaxed);
+        self.recovered(&mut st);
+        if !first {
+            self.log
+                .info(format_args!("token map reloaded; {agents} agents"));
+        }
+    }
+
+    fn fail(&self, st: &mut ReloadState, e: MapError) {
+        self.counters.reload_errors.fetch_add(1, Ordering::Relaxed);
+        st.failing_since.get_or_insert_with(Instant::now);
+        if st.last_logged_error.as_deref() != Some(e.message.as_str()) {
+            let snap = self.snapshot.load();
+            let kept = if snap.loaded {
+                format!("keeping the last good map ({} agents)", snap.map.len())
+            } else {
+                "no map is loaded yet, so no tokens are injected".to_owned()
+            };
+            self.log
+                .warn(format_args!("token map not loaded: {}; {kept}", e.message));
+            st.last_logged_error = Some(e.message.clone());
+        }
+        st.last_error = Some(e.message);
+    }
+
+    fn recovered(&self, st: &mut ReloadState) {
+        if st.failing_since.take().is_some() && st.last_logged_error.is_some() {
+            self.log.info(format_args!("token map is loadable again"));
+        }
+        st.last_logged_error = None;
+        st.last_error = None;
+        if self.stale.swap(false, Ordering::Relaxed) {
+            self.log
+                .info(format_args!("token map is fresh again; injecting tokens"));
+        }
+    }
+
+    fn check_stale(&self) {
+        let Some(max) = self.engine.options().max_stale_seconds else {
+            return;
+        };
+        let st = self.reload.lock();
+        let Some(since) = st.failing_since else {
+            return;
+        };
+        if since.elapsed().as_secs_f64() > max && !self.stale.swap(true, Ordering::Relaxed) {
+            self.log.warn(format_args!(
+                "token map unreadable for more than {max}s (maxStaleSeconds); treating every agent as missing until it loads"
+            ));
+        }
+    }
+}

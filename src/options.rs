@@ -1,0 +1,226 @@
+//! Layer options, as given to `configure`/`new IdentityLayer` (minus the JS
+//! `logger`, which never crosses into Rust). Parsed strictly: a typo in a
+//! security option must be an error, not a silently ignored key.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use crate::rules::RulesConfig;
+
+pub const DEFAULT_TOKEN_MAP: &str = "~/.config/micelclaw/agent-tokens.json";
+pub const DEFAULT_TOOL_PREFIX: &str = "claw-os__";
+pub const DEFAULT_TOKEN_PARAM: &str = "auth_token";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum OnMissingToken {
+    #[default]
+    Pass,
+    Block,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum WatchMode {
+    /// inotify on the map's directory, falling back to polling when it can't be set up.
+    #[default]
+    Auto,
+    /// Content-comparing polling only (network file systems deliver no inotify events).
+    Poll,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawOptions {
+    token_map_path: Option<String>,
+    tool_prefix: Option<OneOrMany>,
+    token_param: Option<String>,
+    on_missing_token: Option<OnMissingToken>,
+    allow_group_readable: Option<bool>,
+    max_stale_seconds: Option<f64>,
+    watcher: Option<WatchMode>,
+    poll_interval_ms: Option<u64>,
+    #[serde(default)]
+    rules: RulesConfig,
+}
+
+/// Every option the layer accepts, in the spelling users write.
+pub const KNOWN_OPTIONS: &[&str] = &[
+    "tokenMapPath",
+    "toolPrefix",
+    "tokenParam",
+    "onMissingToken",
+    "allowGroupReadable",
+    "maxStaleSeconds",
+    "watcher",
+    "pollIntervalMs",
+    "rules",
+    "logger",
+];
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub token_map_path: PathBuf,
+    pub tool_prefixes: Vec<String>,
+    pub token_param: String,
+    pub on_missing_token: OnMissingToken,
+    pub allow_group_readable: bool,
+    pub max_stale_seconds: Option<f64>,
+    pub watcher: WatchMode,
+    pub poll_interval_ms: u64,
+    pub rules: RulesConfig,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options::from_json("{}").expect("defaults are valid")
+    }
+}
+
+fn expand_home(path: &str) -> Result<PathBuf, String> {
+    if path == "~" || path.starts_with("~/") {
+        let home = std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .ok_or_else(|| format!("tokenMapPath \"{path}\" starts with ~ but HOME is not set; give an absolute path"))?;
+        return Ok(PathBuf::from(home).join(path.trim_start_matches('~').trim_start_matches('/')));
+    }
+    Ok(PathBuf::from(path))
+}
+
+impl Options {
+    /// Parses options from JSON text. Errors are one line, in the caller's terms.
+    pub fn from_json(json: &str) -> Result<Options, String> {
+        let value: serde_json::Value =
+            serde_json::from_str(json).map_err(|e| format!("options are not valid JSON: {e}"))?;
+        let obj = match &value {
+            serde_json::Value::Object(o) => o,
+            serde_json::Value::Null => return Options::from_json("{}"),
+            _ => return Err("options must be an object".into()),
+        };
+        let unknown: Vec<String> = obj
+            .keys()
+            .filter(|k| !KNOWN_OPTIONS.contains(&k.as_str()))
+            .map(|k| format!("\"{k}\""))
+            .collect();
+        if !unknown.is_empty() {
+            return Err(format!(
+                "unknown option{} {}; known options are {}",
+                if unknown.len() > 1 { "s" } else { "" },
+                unknown.join(", "),
+                KNOWN_OPTIONS.join(", ")
+            ));
+        }
+        let mut obj = obj.clone();
+        obj.remove("logger");
+        let raw: RawOptions = serde_json::from_value(serde_json::Value::Object(obj))
+            .map_err(|e| format!("invalid options: {e}"))?;
+
+        let path = raw
+            .token_map_path
+            .unwrap_or_else(|| DEFAULT_TOKEN_MAP.into());
+        if path.is_empty() {
+            return Err("tokenMapPath must not be empty".into());
+        }
+        let token_map_path = expand_home(&path)?;
+        let token_map_path = if token_map_path.is_absolute() {
+            token_map_path
+        } else {
+            std::env::current_dir()
+                .map_err(|e| format!("cannot resolve relative tokenMapPath: {e}"))?
+                .join(token_map_path)
+        };
+
+        let tool_prefixes = match raw.tool_prefix {
+            None => vec![DEFAULT_TOOL_PREFIX.to_owned()],
+            Some(OneOrMany::One(p)) => vec![p],
+            Some(OneOrMany::Many(v)) => v,
+        };
+        if tool_prefixes.is_empty() || tool_prefixes.iter().any(|p| p.is_empty()) {
+            return Err("toolPrefix must be a non-empty string or a non-empty list of non-empty strings (an empty prefix would inject tokens into every tool)".into());
+        }
+
+        let token_param = raw
+            .token_param
+            .unwrap_or_else(|| DEFAULT_TOKEN_PARAM.into());
+        if token_param.is_empty() || token_param == "__proto__" {
+            return Err(format!(
+                "tokenParam \"{token_param}\" is not a usable parameter name"
+            ));
+        }
+
+        if let Some(s) = raw.max_stale_seconds {
+            if !(s.is_finite() && s > 0.0) {
+                return Err("maxStaleSeconds must be a positive number of seconds".into());
+            }
+        }
+        let poll_interval_ms = raw.poll_interval_ms.unwrap_or(1000);
+        if poll_interval_ms == 0 {
+            return Err("pollIntervalMs must be at least 1".into());
+        }
+        raw.rules.validate()?;
+
+        Ok(Options {
+            token_map_path,
+            tool_prefixes,
+            token_param,
+            on_missing_token: raw.on_missing_token.unwrap_or_default(),
+            allow_group_readable: raw.allow_group_readable.unwrap_or(false),
+            max_stale_seconds: raw.max_stale_seconds,
+            watcher: raw.watcher.unwrap_or_default(),
+            poll_interval_ms,
+            rules: raw.rules,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults() {
+        std::env::set_var("HOME", "/home/u");
+        let o = Options::from_json("{}").unwrap();
+        assert_eq!(
+            o.token_map_path,
+            PathBuf::from("/home/u/.config/micelclaw/agent-tokens.json")
+        );
+        assert_eq!(o.tool_prefixes, vec!["claw-os__"]);
+        assert_eq!(o.token_param, "auth_token");
+        assert_eq!(o.on_missing_token, OnMissingToken::Pass);
+    }
+
+    #[test]
+    fn unknown_options_are_all_named() {
+        let e = Options::from_json(r#"{"tokenMap": "x", "prefix": "y"}"#).unwrap_err();
+        assert!(e.starts_with("unknown options "), "{e}");
+        assert!(
+            e.contains("\"tokenMap\"") && e.contains("\"prefix\""),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn prefix_may_be_a_list_but_never_empty() {
+        let o = Options::from_json(r#"{"toolPrefix": ["a__", "b__"]}"#).unwrap();
+        assert_eq!(o.tool_prefixes, vec!["a__", "b__"]);
+        assert!(Options::from_json(r#"{"toolPrefix": ""}"#).is_err());
+        assert!(Options::from_json(r#"{"toolPrefix": []}"#).is_err());
+    }
+
+    #[test]
+    fn bad_values_are_errors() {
+        assert!(Options::from_json(r#"{"onMissingToken": "deny"}"#).is_err());
+        assert!(Options::from_json(r#"{"tokenParam": ""}"#).is_err());
+        assert!(Options::from_json(r#"{"maxStaleSeconds": -1}"#).is_err());
+        assert!(Options::from_json(r#"[]"#).is_err());
+    }
+}

@@ -1,0 +1,332 @@
+//! The permission gate, after OpenSSH's `sshkey_perm_ok`/`safe_path` and
+//! libpq's `.pgpass` check: a credential file that others can write (or, by
+//! default, read) is refused, and so is one in a directory others can write.
+//! Checks use `fstat` on the descriptor we read from, so a swap of the path
+//! between check and read cannot slip an unchecked file past us.
+
+use std::fs::{File, OpenOptions};
+use std::io::Read;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use super::{MapError, MapErrorKind};
+
+#[derive(Debug, Clone)]
+pub struct GateOptions {
+    /// Downgrade "readable by group or others" from a refusal to a warning
+    /// (Kubernetes mounts secrets 0644 unless `defaultMode` is set).
+    pub allow_group_readable: bool,
+    pub max_bytes: u64,
+}
+
+/// The bytes of a map file that passed the gate, plus warnings to log.
+#[derive(Debug)]
+pub struct MapFile {
+    pub bytes: Vec<u8>,
+    pub warnings: Vec<String>,
+}
+
+fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+fn io_error(path: &Path, what: &str, e: &std::io::Error) -> MapError {
+    let shown = path.display();
+    match e.kind() {
+        std::io::ErrorKind::NotFound => MapError::new(
+            MapErrorKind::NotFound,
+            format!("{shown}: not found; create it (claw-identity write-map --map {shown}) or set tokenMapPath"),
+        ),
+        std::io::ErrorKind::PermissionDenied => MapError::new(
+            MapErrorKind::Io,
+            format!("{shown}: permission denied while {what}; make it readable by uid {} (chown/chmod)", euid()),
+        ),
+        _ => MapError::new(MapErrorKind::Io, format!("{shown}: {what} failed: {e}")),
+    }
+}
+
+fn unsafe_file(path: &Path, problem: String, fix: String) -> MapError {
+    MapError::new(
+        MapErrorKind::Unsafe,
+        format!(
+            "{}: {problem}; refusing to load it (fix: {fix})",
+            path.display()
+        ),
+    )
+}
+
+fn owner_ok(uid: u32) -> bool {
+    uid == euid() || uid == 0
+}
+
+/// Checks a directory that holds the map (or a link on the way to it).
+fn check_dir(dir: &Path) -> Result<(), MapError> {
+    let handle = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(dir)
+        .map_err(|e| io_error(dir, "opening the directory", &e))?;
+    let meta = handle.metadata().map_err(|e| io_error(dir, "fstat", &e))?;
+    if !owner_ok(meta.uid()) {
+        return Err(unsafe_file(
+            dir,
+            format!(
+                "directory is owned by uid {}, not by uid {} or root",
+                meta.uid(),
+                euid()
+            ),
+            format!("chown {} {}", euid(), dir.display()),
+        ));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(unsafe_file(
+            dir,
+            format!(
+                "directory is writable by group or others (mode {:04o})",
+                meta.mode() & 0o7777
+            ),
+            format!("chmod go-w {}", dir.display()),
+        ));
+    }
+    Ok(())
+}
+
+fn parent_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Opens, checks and reads the map at `path`.
+pub fn read_map(path: &Path, opts: &GateOptions) -> Result<MapFile, MapError> {
+    check_dir(&parent_of(path))?;
+
+    // O_NONBLOCK: opening a FIFO planted at the path must not hang the watcher;
+    // it is then refused below as not a regular file.
+    let mut file: File = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| io_error(path, "opening", &e))?;
+    let meta = file.metadata().map_err(|e| io_error(path, "fstat", &e))?;
+
+    if !meta.file_type().is_file() {
+        return Err(unsafe_file(
+            path,
+            "is not a regular file".into(),
+            "replace it with a regular file, or a symlink to one".into(),
+        ));
+    }
+    // A symlink chain (Kubernetes secret volumes) ends in a directory we did not
+    // check yet: check the directory of the file we actually opened.
+    if std::fs::symlink_metadata(path)
+        .map(|m| m.file_type().is_symlink())
+        .unwrap_or(false)
+    {
+        let real =
+            std::fs::canonicalize(path).map_err(|e| io_error(path, "resolving the symlink", &e))?;
+        check_dir(&parent_of(&real))?;
+    }
+    if !owner_ok(meta.uid()) {
+        return Err(unsafe_file(
+            path,
+            format!(
+                "is owned by uid {}, not by uid {} or root",
+                meta.uid(),
+                euid()
+            ),
+            format!("chown {} {}", euid(), path.display()),
+        ));
+    }
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o022 != 0 {
+        return Err(unsafe_file(
+            path,
+            format!("is writable by group or others (mode {mode:04o})"),
+            format!("chmod 600 {}", path.display()),
+        ));
+    }
+    let mut warnings = Vec::new();
+    if mode & 0o044 != 0 {
+        if opts.allow_group_readable {
+            warnings.push(format!(
+                "{}: is readable by group or others (mode {mode:04o}); allowed by allowGroupReadable, but chmod 600 is safer",
+                path.display()
+            ));
+        } else {
+            return Err(unsafe_file(
+                path,
+                format!("is readable by group or others (mode {mode:04o})"),
+                format!(
+                    "chmod 600 {}, or set allowGroupReadable for a Kubernetes secret volume",
+                    path.display()
+                ),
+            ));
+        }
+    }
+    let too_large = || {
+        MapError::new(
+            MapErrorKind::TooLarge,
+            format!(
+                "{}: larger than the {} byte cap; refusing to load it",
+                path.display(),
+                opts.max_bytes
+            ),
+        )
+    };
+    if meta.len() > opts.max_bytes {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    // The file may grow while we read it: never read past the cap.
+    (&mut file)
+        .take(opts.max_bytes + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| io_error(path, "reading", &e))?;
+    if bytes.len() as u64 > opts.max_bytes {
+        return Err(too_large());
+    }
+    Ok(MapFile { bytes, warnings })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn opts() -> GateOptions {
+        GateOptions {
+            allow_group_readable: false,
+            max_bytes: 1024,
+        }
+    }
+
+    fn tmpdir(name: &str) -> PathBuf {
+        let d =
+            std::env::temp_dir().join(format!("claw-identity-gate-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o700)).unwrap();
+        d
+    }
+
+    fn write(path: &Path, mode: u32, body: &str) {
+        fs::write(path, body).unwrap();
+        fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    #[test]
+    fn a_private_file_is_read() {
+        let d = tmpdir("ok");
+        let p = d.join("m.json");
+        write(&p, 0o600, "{}");
+        assert_eq!(read_map(&p, &opts()).unwrap().bytes, b"{}");
+    }
+
+    #[test]
+    fn group_writable_file_is_refused_with_the_fix() {
+        let d = tmpdir("gw");
+        let p = d.join("m.json");
+        write(&p, 0o620, "{}");
+        let e = read_map(&p, &opts()).unwrap_err();
+        assert_eq!(e.kind, MapErrorKind::Unsafe);
+        assert!(
+            e.message
+                .contains("writable by group or others (mode 0620)"),
+            "{e}"
+        );
+        assert!(
+            e.message.contains(&format!("chmod 600 {}", p.display())),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn readable_file_is_refused_unless_allowed() {
+        let d = tmpdir("gr");
+        let p = d.join("m.json");
+        write(&p, 0o644, "{}");
+        assert_eq!(
+            read_map(&p, &opts()).unwrap_err().kind,
+            MapErrorKind::Unsafe
+        );
+        let allowed = GateOptions {
+            allow_group_readable: true,
+            ..opts()
+        };
+        let f = read_map(&p, &allowed).unwrap();
+        assert_eq!(f.warnings.len(), 1);
+    }
+
+    #[test]
+    fn writable_directory_is_refused() {
+        let d = tmpdir("dw");
+        let p = d.join("m.json");
+        write(&p, 0o600, "{}");
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o777)).unwrap();
+        let e = read_map(&p, &opts()).unwrap_err();
+        assert!(e.message.contains("chmod go-w"), "{e}");
+    }
+
+    #[test]
+    fn a_directory_at_the_path_is_refused() {
+        let d = tmpdir("dir");
+        let p = d.join("m.json");
+        fs::create_dir(&p).unwrap();
+        assert!(read_map(&p, &opts())
+            .unwrap_err()
+            .message
+            .contains("not a regular file"));
+    }
+
+    #[test]
+    fn a_fifo_is_refused_without_blocking() {
+        let d = tmpdir("fifo");
+        let p = d.join("m.json");
+        let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(read_map(&p, &opts())
+            .unwrap_err()
+            .message
+            .contains("not a regular file"));
+    }
+
+    #[test]
+    fn a_file_over_the_cap_is_refused() {
+        let d = tmpdir("big");
+        let p = d.join("m.json");
+        write(&p, 0o600, &" ".repeat(2000));
+        assert_eq!(
+            read_map(&p, &opts()).unwrap_err().kind,
+            MapErrorKind::TooLarge
+        );
+    }
+
+    #[test]
+    fn a_missing_file_says_how_to_create_it() {
+        let d = tmpdir("missing");
+        let e = read_map(&d.join("m.json"), &opts()).unwrap_err();
+        assert_eq!(e.kind, MapErrorKind::NotFound);
+        assert!(e.message.contains("write-map"), "{e}");
+    }
+
+    #[test]
+    fn a_symlink_chain_is_followed_and_its_target_directory_checked() {
+        let d = tmpdir("k8s");
+        let data = d.join("..2026_11_30");
+        fs::create_dir(&data).unwrap();
+        fs::set_permissions(&data, fs::Permissions::from_mode(0o755)).unwrap();
+        write(&data.join("m.json"), 0o600, "{}");
+        std::os::unix::fs::symlink("..2026_11_30", d.join("..data")).unwrap();
+        std::os::unix::fs::symlink("..data/m.json", d.join("m.json")).unwrap();
+        assert!(read_map(&d.join("m.json"), &opts()).is_ok());
+        fs::set_permissions(&data, fs::Permissions::from_mode(0o777)).unwrap();
+        assert_eq!(
+            read_map(&d.join("m.json"), &opts()).unwrap_err().kind,
+            MapErrorKind::Unsafe
+        );
+    }
+}

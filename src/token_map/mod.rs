@@ -1,0 +1,390 @@
+//! The token map: `{ "<agentId>": "<64 hex token>" }`, parsed, validated and
+//! read through the permission gate. Pure Rust; no N-API types.
+
+mod gate;
+
+pub use gate::{read_map, GateOptions, MapFile};
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+
+use crate::redact;
+
+/// Largest map accepted, in bytes. 100,000 agents take about 9.5 MB in the
+/// canonical format (see BENCHMARKS.md); 16 MiB leaves room for whitespace and
+/// long ids while keeping a load well under a second.
+pub const DEFAULT_MAX_MAP_BYTES: u64 = 16 * 1024 * 1024;
+
+/// A 64-hex-digit secret. Its `Debug` and `Display` show only the fingerprint,
+/// so no format string can print it by accident.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Token(Arc<str>);
+
+impl Token {
+    /// The secret itself, for handing to the tool call. Nothing else.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    pub fn fingerprint(&self) -> String {
+        redact::fingerprint(&self.0)
+    }
+}
+
+impl fmt::Debug for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Token(sha256:{})", self.fingerprint())
+    }
+}
+
+impl fmt::Display for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "sha256:{}", self.fingerprint())
+    }
+}
+
+/// OpenClaw's agent id rule: `^[a-z0-9][a-z0-9_-]{0,63}$`.
+pub fn is_agent_id(id: &str) -> bool {
+    let b = id.as_bytes();
+    !b.is_empty()
+        && b.len() <= 64
+        && (b[0].is_ascii_lowercase() || b[0].is_ascii_digit())
+        && b[1..]
+            .iter()
+            .all(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_' || c == b'-')
+}
+
+/// Exactly 64 hex digits (either case).
+pub fn is_token(value: &str) -> bool {
+    value.len() == 64 && value.bytes().all(|c| c.is_ascii_hexdigit())
+}
+
+/// One validated snapshot of the map. Lookups are exact: there is no prototype
+/// chain here, so `__proto__` resolves only if the file holds it (and it
+/// cannot, since it is not a valid agent id).
+#[derive(Debug, Default, Clone)]
+pub struct TokenMap {
+    tokens: HashMap<Box<str>, Token>,
+}
+
+impl TokenMap {
+    pub fn get(&self, agent_id: &str) -> Option<&Token> {
+        self.tokens.get(agent_id)
+    }
+
+    pub fn len(&self) -> usize {
+        self.tokens.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty()
+    }
+
+    /// Agents in a stable (sorted) order, for operator output.
+    pub fn sorted(&self) -> Vec<(&str, &Token)> {
+        let mut v: Vec<_> = self.tokens.iter().map(|(k, t)| (&**k, t)).collect();
+        v.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        v
+    }
+}
+
+/// Why a map file as a whole was refused. The message names the problem and,
+/// where there is one, the fix; it never holds file content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MapError {
+    pub kind: MapErrorKind,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MapErrorKind {
+    NotFound,
+    Io,
+    Unsafe,
+    TooLarge,
+    Invalid,
+}
+
+impl MapError {
+    pub fn new(kind: MapErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: redact::scrub(&message.into()),
+        }
+    }
+}
+
+impl fmt::Display for MapError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for MapError {}
+
+/// A parsed map plus one warning per entry that was skipped.
+#[derive(Debug)]
+pub struct Parsed {
+    pub map: TokenMap,
+    pub skipped: Vec<String>,
+}
+
+/// Parses map file content. The whole file is refused on a syntax error, a
+/// non-object top level or a duplicate agent id; single bad entries are
+/// skipped with a warning naming the agent (never the token).
+///
+/// Duplicate keys refuse the file: JSON parsers disagree on which duplicate
+/// wins, so a file with two tokens for one agent is ambiguous about who holds
+/// which credential, and we would rather keep the last good map than guess.
+pub fn parse(bytes: &[u8]) -> Result<Parsed, MapError> {
+    // RFC 8259 lets a parser ignore a byte order mark; editors on some systems add one.
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let entries = {
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        let entries = RawEntries::deserialize(&mut de).map_err(|e| json_error(&e))?;
+        de.end().map_err(|e| json_error(&e))?;
+        entries.0
+    };
+
+    let mut tokens = HashMap::with_capacity(entries.len());
+    let mut skipped = Vec::new();
+    for (agent, value) in entries {
+        if !is_agent_id(&agent) {
+            skipped.push(format!(
+                "agent id \"{}\" is not a valid OpenClaw agent id (^[a-z0-9][a-z0-9_-]{{0,63}}$); entry skipped",
+                redact::shown(&agent)
+            ));
+            continue;
+        }
+        match value {
+            serde_json::Value::String(s) if is_token(&s) => {
+                tokens.insert(agent.into_boxed_str(), Token(Arc::from(s)));
+            }
+            serde_json::Value::String(_) => skipped.push(format!(
+                "agent \"{}\": token is not 64 hex characters; entry skipped",
+                redact::shown(&agent)
+            )),
+            other => skipped.push(format!(
+                "agent \"{}\": token must be a string, found {}; entry skipped",
+                redact::shown(&agent),
+                json_type(&other)
+            )),
+        }
+    }
+    Ok(Parsed {
+        map: TokenMap { tokens },
+        skipped,
+    })
+}
+
+fn json_type(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+fn json_error(e: &serde_json::Error) -> MapError {
+    // serde_json's syntax errors carry only a position; our own visitor errors
+    // below never quote content. Scrub anyway.
+    MapError::new(
+        MapErrorKind::Invalid,
+        format!("not a valid token map: {e}; expected a JSON object {{\"<agentId>\": \"<64 hex token>\"}}"),
+    )
+}
+
+/// Entries in file order, keeping duplicates so they can be refused.
+struct RawEntries(Vec<(String, serde_json::Value)>);
+
+impl<'de> Deserialize<'de> for RawEntries {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(EntriesVisitor)
+    }
+}
+
+struct EntriesVisitor;
+
+macro_rules! refuse_top_level {
+    ($($method:ident($ty:ty) => $what:literal),* $(,)?) => {
+        $(fn $method<E: de::Error>(self, _: $ty) -> Result<Self::Value, E> {
+            // Never `invalid_type(Unexpected::Str(v))`: that would quote the value.
+            Err(E::custom(concat!("the top level is ", $what, ", not an object")))
+        })*
+    };
+}
+
+impl<'de> Visitor<'de> for EntriesVisitor {
+    type Value = RawEntries;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object of agent id to token")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<RawEntries, A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        let mut out = Vec::with_capacity(access.size_hint().unwrap_or(0));
+        while let Some(key) = access.next_key::<String>()? {
+            let value: serde_json::Value = access.next_value()?;
+            if !seen.insert(key.clone()) {
+                return Err(de::Error::custom(format!(
+                    "agent id \"{}\" appears more than once (ambiguous owner); remove the duplicate",
+                    redact::shown(&key)
+                )));
+            }
+            out.push((key, value));
+        }
+        Ok(RawEntries(out))
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, _: A) -> Result<RawEntries, A::Error> {
+        Err(de::Error::custom(
+            "the top level is an array, not an object",
+        ))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<RawEntries, E> {
+        Err(E::custom("the top level is null, not an object"))
+    }
+
+    refuse_top_level! {
+        visit_bool(bool) => "a boolean",
+        visit_i64(i64) => "a number",
+        visit_u64(u64) => "a number",
+        visit_f64(f64) => "a number",
+        visit_str(&str) => "a string",
+        visit_borrowed_str(&'de str) => "a string",
+        visit_string(String) => "a string",
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub const T1: &str = "1111111111111111111111111111111111111111111111111111111111111111";
+    pub const T2: &str = "2222222222222222222222222222222222222222222222222222222222222222";
+
+    fn ok(json: &str) -> Parsed {
+        parse(json.as_bytes()).expect("map parses")
+    }
+
+    fn err(json: &[u8]) -> MapError {
+        parse(json).expect_err("map is refused")
+    }
+
+    #[test]
+    fn valid_map_parses() {
+        let p = ok(&format!(
+            r#"{{"paco--francis": "{T1}", "paco--dali": "{T2}"}}"#
+        ));
+        assert_eq!(p.map.len(), 2);
+        assert_eq!(p.map.get("paco--francis").unwrap().expose(), T1);
+        assert!(p.skipped.is_empty());
+    }
+
+    #[test]
+    fn empty_object_is_a_valid_empty_map() {
+        assert!(ok("{}").map.is_empty());
+    }
+
+    #[test]
+    fn bad_entries_are_skipped_with_a_warning_naming_the_agent_only() {
+        let p = ok(&format!(
+            r#"{{"ok": "{T1}", "short": "abc", "Upper": "{T2}", "num": 5, "{T2}": "x"}}"#
+        ));
+        assert_eq!(p.map.len(), 1);
+        assert_eq!(p.skipped.len(), 4);
+        let all = p.skipped.join("\n");
+        assert!(all.contains("\"short\": token is not 64 hex"));
+        assert!(all.contains("\"Upper\" is not a valid OpenClaw agent id"));
+        assert!(all.contains("\"num\": token must be a string, found a number"));
+        // A token pasted as a key is a valid-looking id: it must not be printed.
+        assert!(!all.contains(&T2[..16]), "{all}");
+    }
+
+    #[test]
+    fn duplicate_keys_refuse_the_whole_file() {
+        let e = err(format!(r#"{{"a": "{T1}", "a": "{T2}"}}"#).as_bytes());
+        assert_eq!(e.kind, MapErrorKind::Invalid);
+        assert!(
+            e.message.contains("\"a\" appears more than once"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn a_bom_is_ignored() {
+        let mut bytes = b"\xEF\xBB\xBF".to_vec();
+        bytes.extend_from_slice(format!(r#"{{"a": "{T1}"}}"#).as_bytes());
+        assert_eq!(parse(&bytes).unwrap().map.len(), 1);
+    }
+
+    #[test]
+    fn non_utf8_is_refused() {
+        let e = err(b"{\"a\": \"\xff\xfe\"}");
+        assert_eq!(e.kind, MapErrorKind::Invalid);
+    }
+
+    #[test]
+    fn a_non_object_top_level_is_refused_without_quoting_it() {
+        let e = err(format!("\"{T1}\"").as_bytes());
+        assert!(
+            e.message.contains("the top level is a string"),
+            "{}",
+            e.message
+        );
+        assert!(!e.message.contains(&T1[..16]));
+        for doc in ["[]", "null", "5", "true"] {
+            assert_eq!(err(doc.as_bytes()).kind, MapErrorKind::Invalid, "{doc}");
+        }
+    }
+
+    #[test]
+    fn truncated_json_is_refused() {
+        let full = format!(r#"{{"a": "{T1}"}}"#);
+        for cut in 0..full.len() {
+            assert!(parse(&full.as_bytes()[..cut]).is_err(), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn trailing_garbage_is_refused() {
+        assert!(parse(format!(r#"{{"a": "{T1}"}} x"#).as_bytes()).is_err());
+    }
+
+    #[test]
+    fn agent_id_rule_matches_openclaw() {
+        for good in ["a", "0", "paco--francis", "a_b-c", &"a".repeat(64)] {
+            assert!(is_agent_id(good), "{good}");
+        }
+        for bad in [
+            "",
+            "-a",
+            "_a",
+            "A",
+            "a.b",
+            "a b",
+            "__proto__",
+            &"a".repeat(65),
+            "é",
+        ] {
+            assert!(!is_agent_id(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn token_debug_and_display_show_only_a_fingerprint() {
+        let p = ok(&format!(r#"{{"a": "{T1}"}}"#));
+        let t = p.map.get("a").unwrap();
+        assert!(!format!("{t:?} {t}").contains(&T1[..16]));
+    }
+}

@@ -1,0 +1,309 @@
+//! Keeps the token map current from a background thread, so the hot path
+//! never touches the file system.
+//!
+//! We watch the map's *directory*, not the file: a watch on the file dies at
+//! the first atomic rename. Events are filtered by name (the map itself, or a
+//! Kubernetes `..data`-style entry) and every burst of events becomes one
+//! reload; the layer then skips a reload whose content did not change, so a
+//! rename that yields two events still swaps the map once. When the directory
+//! does not exist we watch its nearest existing ancestor and move down as it
+//! appears; a heartbeat re-checks which directory (by inode) we should watch,
+//! which also catches a directory replaced behind our back.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use notify::{EventKind, PollWatcher, RecursiveMode};
+
+use crate::options::WatchMode;
+
+/// Why the watcher asks for a reload check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trigger {
+    /// The watch is (re)established: the map may have changed while unwatched.
+    Watching,
+    /// File system events that concern the map.
+    Changed,
+    /// Periodic tick with no relevant event (no I/O expected from the handler).
+    Heartbeat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Starting = 0,
+    Inotify = 1,
+    Poll = 2,
+}
+
+impl Backend {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backend::Starting => "starting",
+            Backend::Inotify => "inotify",
+            Backend::Poll => "poll",
+        }
+    }
+}
+
+enum Msg {
+    Event(notify::Result<notify::Event>),
+    Stop,
+}
+
+pub struct Watcher {
+    tx: Sender<Msg>,
+    thread: Option<JoinHandle<()>>,
+    backend: Arc<AtomicU8>,
+}
+
+pub struct WatchConfig {
+    pub path: PathBuf,
+    pub mode: WatchMode,
+    pub poll_interval: Duration,
+    pub heartbeat: Duration,
+}
+
+type Handler = Box<dyn FnMut(Trigger) + Send>;
+type OnFallback = Box<dyn FnMut(&str) + Send>;
+
+impl Watcher {
+    /// Starts the watcher thread. `on_trigger` runs on that thread;
+    /// `on_fallback` is told (once) why polling replaced inotify.
+    pub fn spawn(
+        cfg: WatchConfig,
+        on_trigger: Handler,
+        on_fallback: OnFallback,
+    ) -> std::io::Result<Watcher> {
+        let (tx, rx) = mpsc::channel();
+        let backend = Arc::new(AtomicU8::new(Backend::Starting as u8));
+        let state = Loop {
+            dir: cfg
+                .path
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| PathBuf::from("/")),
+            name: cfg
+                .path
+                .file_name()
+                .map(|n| n.to_os_string())
+                .unwrap_or_default(),
+            mode: cfg.mode,
+            poll_interval: cfg.poll_interval,
+            tx: tx.clone(),
+            backend: backend.clone(),
+            watcher: None,
+            watched: None,
+            on_trigger,
+            on_fallback,
+        };
+        let heartbeat = cfg.heartbeat;
+        let thread = std::thread::Builder::new()
+            .name("claw-identity-watch".into())
+            .spawn(move || state.run(rx, heartbeat))?;
+        Ok(Watcher {
+            tx,
+            thread: Some(thread),
+            backend,
+        })
+    }
+
+    pub fn backend(&self) -> Backend {
+        match self.backend.load(Ordering::Relaxed) {
+            1 => Backend::Inotify,
+            2 => Backend::Poll,
+            _ => Backend::Starting,
+        }
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        let _ = self.tx.send(Msg::Stop);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Identity of a directory: path plus (device, inode), so a directory that
+/// was replaced under the same name is noticed.
+type DirId = (PathBuf, u64, u64);
+
+fn dir_id(path: &Path) -> Option<DirId> {
+    let m = std::fs::metadata(path).ok()?;
+    m.is_dir().then(|| (path.to_path_buf(), m.dev(), m.ino()))
+}
+
+struct Loop {
+    dir: PathBuf,
+    name: std::ffi::OsString,
+    mode: WatchMode,
+    poll_interval: Duration,
+    tx: Sender<Msg>,
+    backend: Arc<AtomicU8>,
+    watcher: Option<Box<dyn notify::Watcher + Send>>,
+    watched: Option<DirId>,
+    on_trigger: Handler,
+    on_fallback: OnFallback,
+}
+
+impl Loop {
+    fn run(mut self, rx: mpsc::Receiver<Msg>, heartbeat: Duration) {
+        if self.retarget() {
+            (self.on_trigger)(Trigger::Watching);
+        }
+        loop {
+            match rx.recv_timeout(heartbeat) {
+                Ok(Msg::Stop) | Err(RecvTimeoutError::Disconnected) => return,
+                Err(RecvTimeoutError::Timeout) => {
+                    if self.retarget() {
+                        (self.on_trigger)(Trigger::Watching);
+                    }
+                    (self.on_trigger)(Trigger::Heartbeat);
+                }
+                Ok(Msg::Event(first)) => {
+                    // Coalesce the burst: one reload per change, not per event.
+                    let (mut changed, mut moved) = self.classify(&first);
+                    while let Ok(msg) = rx.try_recv() {
+                        match msg {
+                            Msg::Stop => return,
+                            Msg::Event(ev) => {
+                                let (c, m) = self.classify(&ev);
+                                changed |= c;
+                                moved |= m;
+                            }
+                        }
+                    }
+                    if moved && self.retarget() {
+                        (self.on_trigger)(Trigger::Watching);
+                    } else if changed {
+                        (self.on_trigger)(Trigger::Changed);
+                    }
+                }
+            }
+        }
+    }
+
+    /// (the map may have changed, the watch target may have moved)
+    fn classify(&self, ev: &notify::Result<notify::Event>) -> (bool, bool) {
+        let ev = match ev {
+            Ok(ev) => ev,
+            // Errors (e.g. a queue overflow reported as an error) mean we may have missed something.
+            Err(_) => return (true, true),
+        };
+        if ev.need_rescan() {
+            return (true, true);
+        }
+        if matches!(ev.kind, EventKind::Access(_)) {
+            // Our own reads produce these.
+            return (false, false);
+        }
+        let watching_dir = self.watched.as_ref().is_some_and(|w| w.0 == self.dir);
+        if !watching_dir {
+            // Watching an ancestor: anything there may be the directory appearing.
+            return (false, true);
+        }
+        let mut changed = false;
+        let mut moved = false;
+        for p in &ev.paths {
+            if p == &self.dir {
+                moved = true;
+            } else if let Some(name) = p.file_name() {
+                // `..data` and its siblings are Kubernetes' atomic-writer links.
+                if name == self.name.as_os_str() || name.as_encoded_bytes().starts_with(b"..") {
+                    changed = true;
+                }
+            }
+        }
+        (changed, moved)
+    }
+
+    /// Points the watch at the map's directory, or its nearest existing
+    /// ancestor. Returns true when the watch changed and now covers the map's
+    /// directory (so the map must be re-read).
+    fn retarget(&mut self) -> bool {
+        let mut changed_to_dir = false;
+        // Directories can appear while we move down: loop until stable.
+        for _ in 0..64 {
+            let target = self.dir.ancestors().find_map(dir_id);
+            if target.is_none() || target == self.watched {
+                break;
+            }
+            let target = target.expect("checked");
+            if let Some(w) = self.watcher.as_mut() {
+                if let Some(old) = &self.watched {
+                    let _ = w.unwatch(&old.0);
+                }
+            }
+            if let Err(e) = self.watch(&target.0) {
+                if matches!(e.kind, notify::ErrorKind::PathNotFound) {
+                    // The directory vanished between the check and the watch: try again.
+                    self.watched = None;
+                    continue;
+                }
+                if self.backend.load(Ordering::Relaxed) != Backend::Poll as u8 {
+                    (self.on_fallback)(&format!(
+                        "inotify watch on {} failed ({e}); polling every {:?} instead",
+                        target.0.display(),
+                        self.poll_interval
+                    ));
+                    self.watcher = None;
+                    self.backend.store(Backend::Poll as u8, Ordering::Relaxed);
+                    if self.watch(&target.0).is_err() {
+                        self.watched = None;
+                        break;
+                    }
+                } else {
+                    self.watched = None;
+                    break;
+                }
+            }
+            changed_to_dir = target.0 == self.dir;
+            self.watched = Some(target);
+        }
+        changed_to_dir
+    }
+
+    fn watch(&mut self, path: &Path) -> notify::Result<()> {
+        if self.watcher.is_none() {
+            self.watcher = Some(self.make_backend()?);
+        }
+        self.watcher
+            .as_mut()
+            .expect("just set")
+            .watch(path, RecursiveMode::NonRecursive)
+    }
+
+    fn make_backend(&mut self) -> notify::Result<Box<dyn notify::Watcher + Send>> {
+        let tx = self.tx.clone();
+        let handler = move |res| {
+            let _ = tx.send(Msg::Event(res));
+        };
+        let use_poll = self.mode == WatchMode::Poll
+            || self.backend.load(Ordering::Relaxed) == Backend::Poll as u8;
+        if !use_poll {
+            match notify::recommended_watcher(handler.clone()) {
+                Ok(w) => {
+                    self.backend
+                        .store(Backend::Inotify as u8, Ordering::Relaxed);
+                    return Ok(Box::new(w));
+                }
+                Err(e) => (self.on_fallback)(&format!(
+                    "inotify is unavailable ({e}); polling every {:?} instead",
+                    self.poll_interval
+                )),
+            }
+        }
+        let cfg = notify::Config::default()
+            .with_poll_interval(self.poll_interval)
+            .with_compare_contents(true);
+        let w = PollWatcher::new(handler, cfg)?;
+        self.backend.store(Backend::Poll as u8, Ordering::Relaxed);
+        Ok(Box::new(w))
+    }
+}
