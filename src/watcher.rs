@@ -102,9 +102,13 @@ impl Watcher {
             on_fallback,
         };
         let heartbeat = cfg.heartbeat;
+        let (ready_tx, ready_rx) = mpsc::sync_channel(1);
         let thread = std::thread::Builder::new()
             .name("claw-identity-watch".into())
-            .spawn(move || state.run(rx, heartbeat))?;
+            .spawn(move || state.run(rx, heartbeat, ready_tx))?;
+        // Return once the first watch is in place, so a change made right
+        // after construction is seen and `backend()` says what is in use.
+        let _ = ready_rx.recv_timeout(Duration::from_secs(5));
         Ok(Watcher {
             tx,
             thread: Some(thread),
@@ -153,10 +157,11 @@ struct Loop {
 }
 
 impl Loop {
-    fn run(mut self, rx: mpsc::Receiver<Msg>, heartbeat: Duration) {
+    fn run(mut self, rx: mpsc::Receiver<Msg>, heartbeat: Duration, ready: mpsc::SyncSender<()>) {
         if self.retarget() {
             (self.on_trigger)(Trigger::Watching);
         }
+        let _ = ready.send(());
         loop {
             match rx.recv_timeout(heartbeat) {
                 Ok(Msg::Stop) | Err(RecvTimeoutError::Disconnected) => return,

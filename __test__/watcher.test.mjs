@@ -1,0 +1,220 @@
+// The watcher keeps the map live through every way a file gets replaced.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+
+import { IdentityLayer } from '../index.js';
+import { captureLogger, randomToken, tempDir, waitFor, writeMap, writeMapAtomic } from './helpers/support.mjs';
+
+const A = 'paco--francis';
+const B = 'paco--dali';
+const call = (layer, agentId) =>
+  layer.beforeToolCall({ toolName: 'claw-os__claw_notes', params: {} }, { agentId })?.params?.auth_token;
+
+function open(file, options = {}) {
+  const log = captureLogger();
+  const layer = new IdentityLayer({ tokenMapPath: file, logger: log.logger, ...options });
+  return { layer, log };
+}
+
+const serves = (layer, agent, token, what) => waitFor(() => call(layer, agent) === token, { what });
+
+test('an atomic rename-over is served, once per change', async () => {
+  const dir = tempDir();
+  const file = path.join(dir, 'm.json');
+  writeMap(file, { [A]: randomToken() });
+  const { layer } = open(file);
+  for (let i = 0; i < 20; i++) {
+    const t = randomToken();
+    writeMapAtomic(file, { [A]: t });
+    await serves(layer, A, t, `rotation ${i}`);
+  }
+  // Each rename yields two events; content dedupe makes it one reload.
+  await waitFor(() => layer.stats().reloads === 21, { what: '21 reloads' });
+  assert.equal(layer.stats().reloadErrors, 0);
+  layer.close();
+});
+
+test('a touch that leaves the content unchanged is not a reload', async () => {
+  const dir = tempDir();
+  const file = path.join(dir, 'm.json');
+  const t = randomToken();
+  writeMap(file, { [A]: t });
+  const { layer } = open(file);
+  const before = layer.stats().reloads;
+  const now = new Date();
+  fs.utimesSync(file, now, now);
+  writeMapAtomic(file, { [A]: t });
+  // A later, real change proves the watcher processed the earlier events.
+  const t2 = randomToken();
+  writeMapAtomic(file, { [A]: t2 });
+  await serves(layer, A, t2, 'the real change');
+  assert.equal(layer.stats().reloads, before + 1);
+  layer.close();
+});
+
+test('an in-place rewrite is served', async () => {
+  const dir = tempDir();
+  const file = path.join(dir, 'm.json');
+  writeMap(file, { [A]: randomToken() });
+  const { layer } = open(file);
+  const t = randomToken();
+  writeMap(file, { [A]: t });
+  await serves(layer, A, t, 'the rewritten token');
+  layer.close();
+});
+
+test('delete then recreate: the last good map stays while the file is gone', async () => {
+  const dir = tempDir();
+  const file = path.join(dir, 'm.json');
+  const t1 = randomToken();
+  writeMap(file, { [A]: t1 });
+  const { layer, log } = open(file);
+  fs.unlinkSync(file);
+  await waitFor(() => layer.stats().lastError !== null, { what: 'the missing-file error' });
+  assert.equal(call(layer, A), t1);
+  assert.match(layer.stats().lastError, /not found/);
+  await waitFor(() => log.has(/token map not loaded: .* not found; .*keeping the last good map \(1 agents\)/), { what: 'one warning' });
+  const t2 = randomToken();
+  writeMap(file, { [A]: t2 });
+  await serves(layer, A, t2, 'the recreated map');
+  assert.equal(layer.stats().lastError, null);
+  layer.close();
+});
+
+test('a map directory that does not exist at start is picked up when it appears', async () => {
+  const root = tempDir();
+  const file = path.join(root, 'not', 'yet', 'm.json');
+  const { layer } = open(file);
+  assert.equal(layer.stats().loaded, false);
+  assert.equal(call(layer, A), undefined);
+  fs.mkdirSync(path.join(root, 'not', 'yet'), { recursive: true, mode: 0o700 });
+  const t = randomToken();
+  writeMapAtomic(file, { [A]: t });
+  await serves(layer, A, t, 'the map in the new directory');
+  layer.close();
+});
+
+test('the watched directory deleted and recreated', async () => {
+  const root = tempDir();
+  const dir = path.join(root, 'cfg');
+  fs.mkdirSync(dir, { mode: 0o700 });
+  const file = path.join(dir, 'm.json');
+  const t1 = randomToken();
+  writeMap(file, { [A]: t1 });
+  const { layer } = open(file);
+  fs.rmSync(dir, { recursive: true });
+  await waitFor(() => layer.stats().lastError !== null, { what: 'the error' });
+  assert.equal(call(layer, A), t1);
+  fs.mkdirSync(dir, { mode: 0o700 });
+  const t2 = randomToken();
+  writeMapAtomic(file, { [A]: t2 });
+  await serves(layer, A, t2, 'the map in the recreated directory');
+  // And the new directory is really watched: a further change is seen.
+  const t3 = randomToken();
+  writeMapAtomic(file, { [A]: t3 });
+  await serves(layer, A, t3, 'a later change');
+  layer.close();
+});
+
+test('a Kubernetes secret-volume symlink swap (..data replaced by rename)', async () => {
+  const dir = tempDir();
+  const publish = (n, map) => {
+    const ts = path.join(dir, `..2026_11_30_${n}`);
+    fs.mkdirSync(ts, { mode: 0o755 });
+    writeMap(path.join(ts, 'm.json'), map);
+    fs.symlinkSync(path.basename(ts), path.join(dir, '..data_tmp'));
+    fs.renameSync(path.join(dir, '..data_tmp'), path.join(dir, '..data'));
+  };
+  const t1 = randomToken();
+  publish(1, { [A]: t1 });
+  fs.symlinkSync('..data/m.json', path.join(dir, 'm.json'));
+  const { layer } = open(path.join(dir, 'm.json'));
+  assert.equal(call(layer, A), t1);
+  for (let n = 2; n < 6; n++) {
+    const t = randomToken();
+    publish(n, { [A]: t });
+    await serves(layer, A, t, `swap ${n}`);
+  }
+  layer.close();
+});
+
+test('invalid JSON keeps the last good map and says why, once', async () => {
+  const dir = tempDir();
+  const file = path.join(dir, 'm.json');
+  const t1 = randomToken();
+  writeMap(file, { [A]: t1 });
+  const { layer, log } = open(file);
+  writeMapAtomic(file, '{"paco--francis": ');
+  await waitFor(() => layer.stats().reloadErrors >= 1, { what: 'the reload error' });
+  writeMapAtomic(file, '{"paco--francis": ');
+  writeMapAtomic(file, '{"paco--francis": ');
+  assert.equal(call(layer, A), t1);
+  assert.match(layer.stats().lastError, /not a valid token map/);
+  const t2 = randomToken();
+  writeMapAtomic(file, { [A]: t2 });
+  await serves(layer, A, t2, 'the fixed map');
+  // Lines arrive in order: once the recovery line is in, every warning is.
+  await waitFor(() => log.has(/token map is loadable again/), { what: 'the recovery line' });
+  const warnings = log.lines.filter((l) => /not a valid token map/.test(l.line));
+  assert.equal(warnings.length, 1, log.text());
+  layer.close();
+});
+
+test('an agent removed from the file loses its token at once', async () => {
+  const dir = tempDir();
+  const file = path.join(dir, 'm.json');
+  const ta = randomToken();
+  const tb = randomToken();
+  writeMap(file, { [A]: ta, [B]: tb });
+  const { layer } = open(file);
+  assert.equal(call(layer, B), tb);
+  writeMapAtomic(file, { [A]: ta });
+  await waitFor(() => call(layer, B) === undefined, { what: 'B revoked' });
+  assert.equal(call(layer, A), ta);
+  assert.equal(layer.stats().agents, 1);
+  layer.close();
+});
+
+test('an invalid entry is skipped with a warning that names the agent, not the token', async () => {
+  const dir = tempDir();
+  const file = path.join(dir, 'm.json');
+  const ta = randomToken();
+  const bad = randomToken().slice(0, 40);
+  writeMap(file, { [A]: ta, [B]: bad });
+  const { layer, log } = open(file);
+  assert.equal(call(layer, A), ta);
+  assert.equal(call(layer, B), undefined);
+  await waitFor(() => log.has(/agent "paco--dali": token is not 64 hex characters; entry skipped/), { what: 'the warning' });
+  assert.ok(!log.text().includes(bad.slice(0, 16)));
+  layer.close();
+});
+
+test('the polling fallback serves changes too', async () => {
+  const dir = tempDir();
+  const file = path.join(dir, 'm.json');
+  writeMap(file, { [A]: randomToken() });
+  const { layer } = open(file, { watcher: 'poll', pollIntervalMs: 20 });
+  assert.equal(layer.stats().watcher, 'poll');
+  for (let i = 0; i < 3; i++) {
+    const t = randomToken();
+    writeMapAtomic(file, { [A]: t });
+    await serves(layer, A, t, `polled change ${i}`);
+  }
+  layer.close();
+});
+
+test('close stops watching and keeps the map in force', async () => {
+  const dir = tempDir();
+  const file = path.join(dir, 'm.json');
+  const t1 = randomToken();
+  writeMap(file, { [A]: t1 });
+  const { layer } = open(file);
+  layer.close();
+  layer.close();
+  assert.equal(layer.stats().watcher, 'closed');
+  writeMapAtomic(file, { [A]: randomToken() });
+  await new Promise((r) => setTimeout(r, 100));
+  assert.equal(call(layer, A), t1);
+});

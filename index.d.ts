@@ -1,0 +1,170 @@
+/**
+ * claw-identity: per-agent host-side identity for OpenClaw.
+ *
+ * Before an owned tool call runs (by default every `claw-os__*` MCP tool), the
+ * layer sets its `auth_token` to the token of the calling agent (`ctx.agentId`)
+ * from a token map file that a background watcher keeps current. The model
+ * never handles the secret.
+ */
+
+/** A logger such as OpenClaw's `api.logger`. Lines start with `[claw-identity]`. */
+export interface Logger {
+  info(line: string): void;
+  warn(line: string): void;
+  error(line: string): void;
+}
+
+/** Options of an {@link IdentityLayer} (and of the plugin's `config`). Unknown keys are an error. */
+export interface IdentityOptions {
+  /**
+   * The token map: a JSON object `{ "<agentId>": "<64 hex token>" }`, mode 0600
+   * in a directory others cannot write. A leading `~` is `$HOME`.
+   * @default "~/.config/micelclaw/agent-tokens.json"
+   */
+  tokenMapPath?: string;
+  /**
+   * Tool ids starting with this prefix (or any of these) carry the agent's token.
+   * @default "claw-os__"
+   */
+  toolPrefix?: string | string[];
+  /**
+   * The parameter that carries the token.
+   * @default "auth_token"
+   */
+  tokenParam?: string;
+  /**
+   * An owned call whose agent has no token: `"pass"` leaves it unchanged;
+   * `"block"` refuses it with a reason that names the rule, the agent and the map.
+   * @default "pass"
+   */
+  onMissingToken?: 'pass' | 'block';
+  /**
+   * Accept a map readable by group or others, with a warning (Kubernetes secret
+   * volumes mount 0644 unless `defaultMode` is set). A map others can write is always refused.
+   * @default false
+   */
+  allowGroupReadable?: boolean;
+  /**
+   * When the map has been unreadable for longer than this many seconds, treat
+   * every agent as missing, so `onMissingToken` applies. Off by default: the last
+   * good map stays in force.
+   */
+  maxStaleSeconds?: number;
+  /**
+   * `"auto"`: inotify on the map's directory, falling back to polling when it
+   * cannot be set up. `"poll"`: content-comparing polling only (network file systems).
+   * @default "auto"
+   */
+  watcher?: 'auto' | 'poll';
+  /**
+   * Polling interval, when polling is in use.
+   * @default 1000
+   */
+  pollIntervalMs?: number;
+  /** Configuration of the identity rules (see docs/rules.md). */
+  rules?: Record<string, unknown>;
+  /** Where log lines go. Default: warnings and errors to the console, info discarded. */
+  logger?: Logger;
+}
+
+/** The event OpenClaw passes to `before_tool_call` (the fields the layer reads). */
+export interface ToolCallEvent {
+  toolName?: unknown;
+  params?: unknown;
+  [key: string]: unknown;
+}
+
+/** The hook context OpenClaw passes to `before_tool_call` (the fields the layer reads). */
+export interface ToolCallContext {
+  agentId?: unknown;
+  sessionKey?: unknown;
+  [key: string]: unknown;
+}
+
+/** OpenClaw's `before_tool_call` result shape. */
+export interface ToolCallResult {
+  /** The full params to run the tool with: every own property of `event.params`, plus the rewrite. */
+  params?: Record<string, unknown>;
+  block?: true;
+  /** Starts with the rule id; tells the model what to do instead. Never holds a token. */
+  blockReason?: string;
+  requireApproval?: Record<string, unknown>;
+}
+
+/** Counters and map state. Never holds a token. */
+export interface IdentityStats {
+  /** Agents in the map in force. */
+  agents: number;
+  /** Whether a map was ever loaded. */
+  loaded: boolean;
+  /** Successful loads that put a new map in force (the first load included). */
+  reloads: number;
+  /** Failed load attempts (the map in force was kept). */
+  reloadErrors: number;
+  /** Why the map cannot be loaded right now; `null` when the file on disk is in force. */
+  lastError: string | null;
+  /** True while `maxStaleSeconds` has expired and every agent is treated as missing. */
+  stale: boolean;
+  /** Owned calls that got their agent's token. */
+  injected: number;
+  /** Calls left unchanged (tools the layer does not own included). */
+  passed: number;
+  /** Owned calls whose agent had no token (passed or blocked, per `onMissingToken`). */
+  missing: number;
+  /** Calls blocked or sent for approval. */
+  blocked: number;
+  /** Calls whose params were rewritten. */
+  rewritten: number;
+  /** Log lines dropped because the JS logger could not keep up. */
+  logDropped: number;
+  /** Internal errors caught by the hook (it never throws). */
+  internalErrors: number;
+  /** `"inotify"`, `"poll"`, `"starting"` or `"closed"`. */
+  watcher: string;
+  tokenMapPath: string;
+}
+
+/** One identity layer: its own map, watcher and counters. */
+export class IdentityLayer {
+  /** Loads the map (a missing or bad map is logged, not thrown) and starts the watcher. Throws on invalid options. */
+  constructor(options?: IdentityOptions);
+  /**
+   * Decides one tool call. Returns `undefined` for a call it leaves alone,
+   * `{ params }` with the rewrite applied to a copy (the event is not mutated),
+   * or `{ block: true, blockReason }`. Never throws.
+   */
+  beforeToolCall(event: ToolCallEvent | null | undefined, ctx: ToolCallContext | null | undefined): ToolCallResult | undefined;
+  stats(): IdentityStats;
+  /** Stops the watcher; the map in force stays in force. Idempotent. */
+  close(): void;
+}
+
+/**
+ * Configures the process-wide layer the plugin uses. Idempotent: the same
+ * options return the same layer; different options replace it.
+ */
+export function configure(options?: IdentityOptions): IdentityLayer;
+
+/** `beforeToolCall` of the process-wide layer (configured with defaults on first use). */
+export function beforeToolCall(
+  event: ToolCallEvent | null | undefined,
+  ctx: ToolCallContext | null | undefined,
+): ToolCallResult | undefined;
+
+/** Stats of the process-wide layer, or `undefined` before `configure`. */
+export function stats(): IdentityStats | undefined;
+
+/** The first 12 hex digits of the sha256 of `secret`: how tokens are shown. */
+export function fingerprint(secret: string): string;
+
+/** An empty native call: the cost floor, for benchmarks. */
+export function noop(): void;
+
+/** The OpenClaw plugin entry. */
+declare const plugin: {
+  id: 'claw-identity';
+  name: string;
+  description: string;
+  register(api: unknown): void;
+};
+export default plugin;

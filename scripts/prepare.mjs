@@ -1,0 +1,34 @@
+#!/usr/bin/env node
+// Makes a fresh clone ready for `npm test` and `npm run demo`: installs the
+// npm dev dependencies when missing, builds the addon in release mode (cargo
+// makes this a no-op when nothing changed), and fetches the pinned OpenClaw
+// and a Node 24 into .cache/ (see ensure-openclaw.mjs). Safe to run again.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+const say = (line) => process.stderr.write(`prepare: ${line}\n`);
+
+function run(cmd, args) {
+  const r = spawnSync(cmd, args, { cwd: root, stdio: 'inherit' });
+  if (r.status !== 0) {
+    say(`\`${cmd} ${args.join(' ')}\` failed (exit ${r.status ?? r.signal})`);
+    process.exit(1);
+  }
+}
+
+const cli = path.join(root, 'node_modules', '@napi-rs', 'cli', 'package.json');
+if (!fs.existsSync(cli)) {
+  say('installing npm dev dependencies (npm ci) ...');
+  run('npm', ['ci', '--no-audit', '--no-fund']);
+}
+
+say('building the addon (release) ...');
+run('npx', ['--no-install', 'napi', 'build', '--platform', '--release', '--no-js', '--dts', 'native.d.ts']);
+
+if (!process.argv.includes('--no-openclaw')) {
+  const { ensureOpenclaw } = await import('./ensure-openclaw.mjs');
+  await ensureOpenclaw({ log: (l) => say(l) });
+}
