@@ -312,3 +312,90 @@ impl Loop {
         Ok(Box::new(w))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use notify::event::{AccessKind, CreateKind, Flag, ModifyKind, RemoveKind, RenameMode};
+    use notify::Event;
+
+    fn watching(dir: &str) -> Loop {
+        let (tx, _rx) = mpsc::channel();
+        Loop {
+            dir: PathBuf::from(dir),
+            name: "m.json".into(),
+            mode: WatchMode::Auto,
+            poll_interval: Duration::from_secs(1),
+            tx,
+            backend: Arc::new(AtomicU8::new(0)),
+            watcher: None,
+            watched: Some((PathBuf::from(dir), 1, 1)),
+            on_trigger: Box::new(|_| {}),
+            on_fallback: Box::new(|_| {}),
+        }
+    }
+
+    fn ev(kind: EventKind, paths: &[&str]) -> notify::Result<Event> {
+        let mut e = Event::new(kind);
+        for p in paths {
+            e = e.add_path(PathBuf::from(p));
+        }
+        Ok(e)
+    }
+
+    #[test]
+    fn a_rename_onto_the_map_is_a_change() {
+        let l = watching("/d");
+        let both = EventKind::Modify(ModifyKind::Name(RenameMode::Both));
+        assert_eq!(
+            l.classify(&ev(both, &["/d/m.json.tmp", "/d/m.json"])),
+            (true, false)
+        );
+    }
+
+    #[test]
+    fn other_files_and_our_own_reads_are_ignored() {
+        let l = watching("/d");
+        let create = EventKind::Create(CreateKind::File);
+        assert_eq!(
+            l.classify(&ev(create, &["/d/m.json.tmp-1"])),
+            (false, false)
+        );
+        assert_eq!(l.classify(&ev(create, &["/d/4913"])), (false, false));
+        let access = EventKind::Access(AccessKind::Any);
+        assert_eq!(l.classify(&ev(access, &["/d/m.json"])), (false, false));
+    }
+
+    #[test]
+    fn kubernetes_data_links_are_changes() {
+        let l = watching("/d");
+        let create = EventKind::Create(CreateKind::Any);
+        assert_eq!(l.classify(&ev(create, &["/d/..data_tmp"])), (true, false));
+    }
+
+    #[test]
+    fn the_directory_itself_going_away_moves_the_watch() {
+        let l = watching("/d");
+        let remove = EventKind::Remove(RemoveKind::Folder);
+        assert_eq!(l.classify(&ev(remove, &["/d"])), (false, true));
+    }
+
+    #[test]
+    fn a_queue_overflow_means_rescan_everything() {
+        let l = watching("/d");
+        let overflow = Event::new(EventKind::Other).set_flag(Flag::Rescan);
+        assert_eq!(l.classify(&Ok(overflow)), (true, true));
+        assert_eq!(
+            l.classify(&Err(notify::Error::generic("queue overflow"))),
+            (true, true)
+        );
+    }
+
+    #[test]
+    fn while_watching_an_ancestor_any_event_may_be_the_directory_appearing() {
+        let mut l = watching("/d/sub");
+        l.watched = Some((PathBuf::from("/d"), 1, 1));
+        let create = EventKind::Create(CreateKind::Folder);
+        assert_eq!(l.classify(&ev(create, &["/d/sub"])), (false, true));
+    }
+}
