@@ -452,3 +452,146 @@ pub fn noop() {}
 pub fn fingerprint(secret: String) -> String {
     redact::fingerprint(&secret)
 }
+
+// ---- operator tools ----
+// `claw-identity doctor`, `explain` and the atomic map writer, for
+// bin/claw-identity.js and the `writeTokenMap` export of index.js. The work
+// is done in `ops` (pure Rust); these wrappers only convert.
+
+pub mod ops;
+
+/// A report of `doctor` or `explain`: the verdict, the text for a terminal,
+/// and the same report as JSON (for `--json`).
+#[napi(object)]
+pub struct OpsReport {
+    /// doctor: nothing found stops token injection; explain: the call runs,
+    /// with its agent's token when it needs one.
+    pub ok: bool,
+    pub text: String,
+    pub json: String,
+}
+
+fn ops_report<T: serde::Serialize>(ok: bool, text: String, report: &T) -> Result<OpsReport> {
+    let json = serde_json::to_string(report)
+        .map_err(|e| Error::from_reason(format!("claw-identity: cannot encode the report: {e}")))?;
+    Ok(OpsReport { ok, text, json })
+}
+
+/// `claw-identity doctor [--map PATH] [--config openclaw.json]`.
+#[napi]
+pub fn ops_doctor(map: Option<String>, config: Option<String>) -> Result<OpsReport> {
+    let config = config.map(std::path::PathBuf::from);
+    let r = ops::doctor::run(&ops::doctor::DoctorArgs {
+        map: map.as_deref(),
+        config: config.as_deref(),
+    })
+    .map_err(invalid)?;
+    ops_report(r.ok, r.render(), &r)
+}
+
+#[napi(object)]
+pub struct OpsExplainArgs {
+    pub map: Option<String>,
+    pub config: Option<String>,
+    pub agent: Option<String>,
+    pub tool: String,
+    pub session_key: Option<String>,
+    /// The call's params as a JSON object.
+    pub params_json: Option<String>,
+}
+
+/// `claw-identity explain --agent A --tool T [--params JSON]`.
+#[napi]
+pub fn ops_explain(args: OpsExplainArgs) -> Result<OpsReport> {
+    let params: Params = match args.params_json.as_deref() {
+        None => Params::new(),
+        Some(json) => match serde_json::from_str(json) {
+            Ok(serde_json::Value::Object(m)) => m,
+            _ => return Err(invalid("params must be a JSON object")),
+        },
+    };
+    let config = args.config.map(std::path::PathBuf::from);
+    let e = ops::explain::run(&ops::explain::ExplainArgs {
+        map: args.map.as_deref(),
+        config: config.as_deref(),
+        agent: args.agent.as_deref(),
+        tool: &args.tool,
+        session_key: args.session_key.as_deref(),
+        params: &params,
+    })
+    .map_err(|e| Error::from_reason(format!("claw-identity: cannot explain: {e}")))?;
+    ops_report(e.ok, e.render(), &e)
+}
+
+/// The map path the plugin reads: `map` if given, else the config's
+/// `tokenMapPath`, else the default; `~` expanded as the plugin does.
+#[napi]
+pub fn ops_map_path(map: Option<String>, config: Option<String>) -> Result<String> {
+    let config = config
+        .map(|c| ops::config::OpenClawConfig::load(std::path::Path::new(&c)))
+        .transpose()
+        .map_err(invalid)?;
+    let opts = ops::config::plugin_options(config.as_ref(), map.as_deref()).map_err(invalid)?;
+    Ok(opts.token_map_path.display().to_string())
+}
+
+#[napi(object)]
+pub struct WrittenMap {
+    pub path: String,
+    /// Agents in the map now.
+    pub agents: u32,
+    /// False when the map already held exactly this content (nothing written).
+    pub changed: bool,
+}
+
+fn write_error(e: ops::writer::WriteError) -> Error {
+    let status = match e.kind {
+        ops::writer::WriteErrorKind::Invalid => Status::InvalidArg,
+        _ => Status::GenericFailure,
+    };
+    Error::new(status, format!("claw-identity: {}", e.message))
+}
+
+fn written(w: ops::writer::Written) -> WrittenMap {
+    WrittenMap {
+        path: w.path.display().to_string(),
+        agents: w.agents as u32,
+        changed: w.changed,
+    }
+}
+
+/// Validates map JSON and writes it atomically (see `ops::writer`).
+#[napi]
+pub fn ops_write_map_sync(path: String, json: Buffer) -> Result<WrittenMap> {
+    ops::writer::write_map(std::path::Path::new(&path), &json)
+        .map(written)
+        .map_err(write_error)
+}
+
+pub struct WriteMapTask {
+    path: std::path::PathBuf,
+    json: Vec<u8>,
+}
+
+#[napi]
+impl Task for WriteMapTask {
+    type Output = ops::writer::Written;
+    type JsValue = WrittenMap;
+
+    fn compute(&mut self) -> Result<Self::Output> {
+        ops::writer::write_map(&self.path, &self.json).map_err(write_error)
+    }
+
+    fn resolve(&mut self, _env: Env, output: Self::Output) -> Result<Self::JsValue> {
+        Ok(written(output))
+    }
+}
+
+/// `ops_write_map_sync` on the libuv thread pool (fsync can take a while).
+#[napi]
+pub fn ops_write_map(path: String, json: Buffer) -> AsyncTask<WriteMapTask> {
+    AsyncTask::new(WriteMapTask {
+        path: path.into(),
+        json: json.to_vec(),
+    })
+}

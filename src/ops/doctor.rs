@@ -1,0 +1,705 @@
+//! `claw-identity doctor`: is the identity layer why an agent gets no token?
+//!
+//! It reads the map through the plugin's own permission gate and parser
+//! (`token_map::read_map`, `token_map::parse`), with the gate options the
+//! plugin derives from its config, and, given an OpenClaw config, checks that
+//! OpenClaw will load the plugin at all and that every configured agent has a
+//! token. Each problem comes with its fix. Tokens appear only as fingerprints.
+//! The output is deterministic (sorted, no clock) so it can be diffed.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::config::{self, OpenClawConfig, PLUGIN_ID};
+use super::writer;
+use crate::redact::shown;
+use crate::token_map::{self, GateOptions, MapError, MapErrorKind, DEFAULT_MAX_MAP_BYTES};
+
+pub struct DoctorArgs<'a> {
+    /// `--map`: the map to check instead of the one the plugin reads.
+    pub map: Option<&'a str>,
+    /// `--config`: the gateway's `openclaw.json`.
+    pub config: Option<&'a Path>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Ok,
+    Warn,
+    /// Something that stops token injection for some or all agents.
+    Fail,
+    /// Not checked, because an earlier check failed.
+    Skip,
+}
+
+impl Status {
+    fn word(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Warn => "warn",
+            Status::Fail => "FAIL",
+            Status::Skip => "skip",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Check {
+    pub status: Status,
+    pub check: &'static str,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentRow {
+    pub agent_id: String,
+    /// sha256 fingerprint of its token; `None` for a configured agent without one.
+    pub fingerprint: Option<String>,
+    /// Whether `agents.entries` lists it; `None` without a config that lists agents.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub configured: Option<bool>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    /// No check failed: nothing found stops token injection.
+    pub ok: bool,
+    pub problems: usize,
+    pub warnings: usize,
+    /// The user the checks ran as (the gate's owner rule depends on it).
+    pub uid: u32,
+    pub map: String,
+    pub config: Option<String>,
+    pub map_loaded: bool,
+    pub checks: Vec<Check>,
+    pub agents: Vec<AgentRow>,
+}
+
+fn check(status: Status, check: &'static str, message: String, fix: Option<String>) -> Check {
+    Check {
+        status,
+        check,
+        message,
+        fix,
+    }
+}
+
+fn parent_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Mode and owner of a file that passed the gate, and of its directory.
+fn permissions(path: &Path) -> String {
+    let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    match (
+        std::fs::metadata(&real),
+        std::fs::metadata(parent_of(&real)),
+    ) {
+        (Ok(f), Ok(d)) => format!(
+            "mode {:04o}, owner uid {}; directory mode {:04o}",
+            f.mode() & 0o7777,
+            f.uid(),
+            d.mode() & 0o7777
+        ),
+        _ => "changed while checking".into(),
+    }
+}
+
+/// The gate's refusal, split into problem and fix.
+fn gate_problem(e: &MapError, path: &Path) -> (String, String) {
+    let p = path.display();
+    match e.kind {
+        MapErrorKind::NotFound => (
+            format!("{p}: not found"),
+            format!("create it: claw-identity write-map --map {p} --from FILE (or, if the plugin reads another file, check that one: --map PATH or --config openclaw.json)"),
+        ),
+        MapErrorKind::Unsafe => match e.message.strip_suffix(')').and_then(|m| m.split_once(" (fix: ")) {
+            Some((problem, fix)) => (problem.to_owned(), fix.to_owned()),
+            None => (
+                e.message.clone(),
+                "make the map 0600 and its directory 0700, owned by the gateway's user".into(),
+            ),
+        },
+        MapErrorKind::TooLarge => (
+            e.message.clone(),
+            format!("check that this is the token map: the plugin refuses maps over {DEFAULT_MAX_MAP_BYTES} bytes"),
+        ),
+        MapErrorKind::Io | MapErrorKind::Invalid => (
+            e.message.clone(),
+            "run doctor as the gateway's user: the map and its directory must be readable by it".into(),
+        ),
+    }
+}
+
+fn content_fix(e: &MapError) -> String {
+    if e.message.contains("appears more than once") {
+        "keep one entry per agent: with two, nobody can tell which token the agent holds; claw-identity write-map refuses duplicates".into()
+    } else {
+        "rewrite it as a JSON object {\"<agentId>\": \"<64 hex token>\"}; claw-identity write-map validates a map before it writes it".into()
+    }
+}
+
+const ENTRY_FIX: &str = "correct or remove the entry: agent ids match ^[a-z0-9][a-z0-9_-]{0,63}$ and tokens are 64 hex characters; claw-identity write-map checks both before it writes";
+
+/// Runs every check. Fails only when there is no map path to check (no
+/// `--map`, and `~` cannot be expanded).
+pub fn run(args: &DoctorArgs<'_>) -> Result<Report, String> {
+    let mut checks = Vec::new();
+
+    // The config first: a plugin OpenClaw does not load injects nothing.
+    let config = match args.config {
+        None => None,
+        Some(path) => match OpenClawConfig::load(path) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                checks.push(check(
+                    Status::Fail,
+                    "config",
+                    e,
+                    Some("pass the gateway's config file (OPENCLAW_CONFIG_PATH; by default ~/.openclaw/openclaw.json)".into()),
+                ));
+                None
+            }
+        },
+    };
+    let configured = config.as_ref().and_then(OpenClawConfig::agents);
+    let mut plugin_path = None;
+    if let Some(c) = &config {
+        if c.uses_include() {
+            checks.push(check(
+                Status::Warn,
+                "config",
+                "it uses $include; doctor reads only this file".into(),
+                Some("check the included files by hand for the plugin entry and agents".into()),
+            ));
+        }
+        let problems = c.enablement_problems();
+        if problems.is_empty() {
+            checks.push(check(
+                Status::Ok,
+                "plugin enabled",
+                format!("plugins.entries.{PLUGIN_ID}.enabled is true"),
+                None,
+            ));
+        }
+        for p in problems {
+            checks.push(check(
+                Status::Fail,
+                "plugin enabled",
+                p.problem,
+                Some(p.fix),
+            ));
+        }
+        match config::plugin_options(Some(c), None) {
+            Ok(o) => {
+                let source = if c.plugin_options().is_some() {
+                    "valid"
+                } else {
+                    "not set, so the defaults apply"
+                };
+                checks.push(check(
+                    Status::Ok,
+                    "plugin config",
+                    format!("{source}; the plugin reads {}", o.token_map_path.display()),
+                    None,
+                ));
+                plugin_path = Some(o.token_map_path);
+            }
+            Err(e) => checks.push(check(
+                Status::Fail,
+                "plugin config",
+                format!("plugins.entries.{PLUGIN_ID}.config is invalid: {e}"),
+                Some("correct it against the configSchema in the plugin's openclaw.plugin.json (OpenClaw validates it there)".into()),
+            )),
+        }
+    }
+
+    // The map the plugin reads (or --map), with the gate options it uses.
+    let opts = config::plugin_options(config.as_ref(), args.map)
+        .or_else(|_| config::plugin_options(None, args.map))?;
+    let map_path = opts.token_map_path.clone();
+    if let (Some(theirs), Some(_)) = (&plugin_path, args.map) {
+        if *theirs != map_path {
+            checks.push(check(
+                Status::Warn,
+                "map path",
+                format!("the plugin reads {}, not this file", theirs.display()),
+                Some("drop --map to check the file the plugin reads".into()),
+            ));
+        }
+    }
+    let gate = GateOptions {
+        allow_group_readable: opts.allow_group_readable,
+        max_bytes: DEFAULT_MAX_MAP_BYTES,
+    };
+
+    let mut map = None;
+    match token_map::read_map(&map_path, &gate) {
+        Err(e) => {
+            let (problem, fix) = gate_problem(&e, &map_path);
+            checks.push(check(Status::Fail, "map file", problem, Some(fix)));
+            checks.push(check(
+                Status::Skip,
+                "map content",
+                "not checked: the plugin cannot read the file".into(),
+                None,
+            ));
+        }
+        Ok(file) => {
+            checks.push(check(
+                Status::Ok,
+                "map file",
+                format!("passes the permission gate ({})", permissions(&map_path)),
+                None,
+            ));
+            for w in file.warnings {
+                checks.push(check(
+                    Status::Warn,
+                    "map file",
+                    w,
+                    Some(format!("chmod 600 {}", map_path.display())),
+                ));
+            }
+            match token_map::parse(&file.bytes) {
+                Err(e) => {
+                    let fix = content_fix(&e);
+                    checks.push(check(Status::Fail, "map content", e.message, Some(fix)));
+                }
+                Ok(parsed) => {
+                    let n = parsed.map.len();
+                    if n == 0 && parsed.skipped.is_empty() {
+                        checks.push(check(
+                            Status::Fail,
+                            "map content",
+                            "the map holds no agents, so no call gets a token".into(),
+                            Some(format!(
+                                "add the agents' tokens: claw-identity write-map --map {} --from FILE",
+                                map_path.display()
+                            )),
+                        ));
+                    } else {
+                        checks.push(check(
+                            Status::Ok,
+                            "map content",
+                            format!(
+                                "valid JSON; {n} agent{} with a well-formed token",
+                                if n == 1 { "" } else { "s" }
+                            ),
+                            None,
+                        ));
+                    }
+                    for s in parsed.skipped {
+                        checks.push(check(Status::Fail, "map entry", s, Some(ENTRY_FIX.into())));
+                    }
+                    map = Some(parsed.map);
+                }
+            }
+        }
+    }
+    for t in writer::leftover_temp_files(&map_path) {
+        checks.push(check(
+            Status::Warn,
+            "temp file",
+            format!(
+                "{}: left by a writer that stopped before its rename (it is not the map)",
+                t.display()
+            ),
+            Some(format!("rm {} (once no writer is running)", t.display())),
+        ));
+    }
+
+    // Configured agents against the map.
+    let mut rows: Vec<AgentRow> = map
+        .as_ref()
+        .map(|m| {
+            m.sorted()
+                .into_iter()
+                .map(|(id, t)| AgentRow {
+                    agent_id: id.to_owned(),
+                    fingerprint: Some(t.fingerprint()),
+                    configured: configured.as_ref().map(|c| c.iter().any(|a| a == id)),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if config.is_some() {
+        match (&configured, &map) {
+            (None, _) => checks.push(check(
+                Status::Skip,
+                "configured agents",
+                "the config lists no agents under agents.entries".into(),
+                None,
+            )),
+            (Some(_), None) => checks.push(check(
+                Status::Skip,
+                "configured agents",
+                "not checked: no map loaded".into(),
+                None,
+            )),
+            (Some(agents), Some(m)) => {
+                let missing: Vec<&String> = agents.iter().filter(|a| m.get(a).is_none()).collect();
+                if missing.is_empty() {
+                    checks.push(check(
+                        Status::Ok,
+                        "configured agents",
+                        format!("all {} have a token", agents.len()),
+                        None,
+                    ));
+                }
+                for a in &missing {
+                    checks.push(check(
+                        Status::Fail,
+                        "configured agent",
+                        format!("agent \"{}\" is in agents.entries but has no token in the map", shown(a)),
+                        Some(format!(
+                            "mint its token and add it: claw-identity write-map --map {} --from FILE",
+                            map_path.display()
+                        )),
+                    ));
+                }
+                for r in rows.iter().filter(|r| r.configured == Some(false)) {
+                    checks.push(check(
+                        Status::Warn,
+                        "map agent",
+                        format!(
+                            "agent \"{}\" has a token but is not in agents.entries",
+                            shown(&r.agent_id)
+                        ),
+                        Some("remove it from the map if that agent is gone".into()),
+                    ));
+                }
+                rows.extend(missing.into_iter().map(|a| AgentRow {
+                    agent_id: a.clone(),
+                    fingerprint: None,
+                    configured: Some(true),
+                }));
+                rows.sort_by(|a, b| a.agent_id.cmp(&b.agent_id));
+            }
+        }
+    }
+
+    let problems = checks.iter().filter(|c| c.status == Status::Fail).count();
+    let warnings = checks.iter().filter(|c| c.status == Status::Warn).count();
+    Ok(Report {
+        ok: problems == 0,
+        problems,
+        warnings,
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        uid: unsafe { libc::geteuid() },
+        map: map_path.display().to_string(),
+        config: args.config.map(|p| p.display().to_string()),
+        map_loaded: map.is_some(),
+        checks,
+        agents: rows,
+    })
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+impl Report {
+    /// The human-readable report: header, one line per check (with its fix),
+    /// the agents table, and a verdict.
+    pub fn render(&self) -> String {
+        let mut out = format!("claw-identity doctor (as uid {})\n", self.uid);
+        out += &format!("  map     {}\n", self.map);
+        if let Some(c) = &self.config {
+            out += &format!("  config  {c}\n");
+        }
+        out.push('\n');
+        for c in &self.checks {
+            out += &format!("{:<5} {}: {}\n", c.status.word(), c.check, c.message);
+            if let Some(fix) = &c.fix {
+                out += &format!("      fix: {fix}\n");
+            }
+        }
+        out.push('\n');
+        if self.agents.is_empty() {
+            out += if self.map_loaded {
+                "agents: none in the map\n"
+            } else {
+                "agents: none (no map loaded)\n"
+            };
+        } else {
+            let width = self
+                .agents
+                .iter()
+                .map(|a| a.agent_id.len())
+                .max()
+                .unwrap_or(0)
+                .max(5);
+            let with_config = self.agents.iter().any(|a| a.configured.is_some());
+            let mut rows = vec![(
+                "AGENT".to_owned(),
+                "TOKEN SHA256".to_owned(),
+                "IN CONFIG".to_owned(),
+            )];
+            for a in &self.agents {
+                rows.push((
+                    shown(&a.agent_id),
+                    a.fingerprint.clone().unwrap_or_else(|| "(no token)".into()),
+                    match a.configured {
+                        Some(true) => "yes".into(),
+                        Some(false) => "no".into(),
+                        None => String::new(),
+                    },
+                ));
+            }
+            for (id, fp, cfg) in rows {
+                let line = if with_config {
+                    format!("{id:<width$}  {fp:<12}  {cfg}")
+                } else {
+                    format!("{id:<width$}  {fp}")
+                };
+                out += line.trim_end();
+                out.push('\n');
+            }
+        }
+        out.push('\n');
+        let warnings = if self.warnings > 0 {
+            format!(" ({})", plural(self.warnings, "warning", "warnings"))
+        } else {
+            String::new()
+        };
+        if self.ok {
+            out += &format!("healthy{warnings}: nothing found stops token injection\n");
+        } else {
+            out += &format!(
+                "{} stop{} token injection{warnings}; fix {} and run doctor again\n",
+                plural(self.problems, "problem", "problems"),
+                if self.problems == 1 { "s" } else { "" },
+                if self.problems == 1 { "it" } else { "them" },
+            );
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::token_map::tests::{T1, T2};
+    use std::fs;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn tmpdir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!(
+            "claw-identity-doctor-{name}-{}",
+            std::process::id()
+        ));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o700)).unwrap();
+        d
+    }
+
+    fn write(path: &Path, mode: u32, body: &str) {
+        fs::write(path, body).unwrap();
+        fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    fn doctor(map: &Path, config: Option<&Path>) -> Report {
+        run(&DoctorArgs {
+            map: Some(map.to_str().unwrap()),
+            config,
+        })
+        .unwrap()
+    }
+
+    fn failed(r: &Report) -> Vec<(&'static str, &str)> {
+        r.checks
+            .iter()
+            .filter(|c| c.status == Status::Fail)
+            .map(|c| (c.check, c.message.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn a_healthy_map_passes_and_lists_agents_by_fingerprint_only() {
+        let d = tmpdir("ok");
+        let p = d.join("m.json");
+        write(&p, 0o600, &format!(r#"{{"b": "{T2}", "a": "{T1}"}}"#));
+        let r = doctor(&p, None);
+        assert!(r.ok, "{}", r.render());
+        let ids: Vec<_> = r.agents.iter().map(|a| a.agent_id.as_str()).collect();
+        assert_eq!(ids, ["a", "b"]);
+        assert_eq!(
+            r.agents[0].fingerprint.as_deref(),
+            Some(crate::redact::fingerprint(T1).as_str())
+        );
+        let text = r.render();
+        assert!(
+            !text.contains(&T1[..16]) && !text.contains(&T2[..16]),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("healthy: nothing found stops token injection\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn each_gate_refusal_is_one_problem_with_its_fix() {
+        let d = tmpdir("gate");
+        let p = d.join("m.json");
+        let r = doctor(&p, None);
+        assert_eq!(
+            failed(&r),
+            [("map file", format!("{}: not found", p.display()).as_str())]
+        );
+        assert!(r.checks[0]
+            .fix
+            .as_ref()
+            .unwrap()
+            .starts_with("create it: claw-identity write-map"));
+        assert_eq!(r.checks[1].status, Status::Skip);
+
+        write(&p, 0o644, "{}");
+        let r = doctor(&p, None);
+        assert_eq!(
+            r.checks[0].message,
+            format!(
+                "{}: is readable by group or others (mode 0644); refusing to load it",
+                p.display()
+            )
+        );
+        assert!(r.checks[0]
+            .fix
+            .as_ref()
+            .unwrap()
+            .starts_with(&format!("chmod 600 {}", p.display())));
+
+        write(&p, 0o600, "{}");
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o757)).unwrap();
+        let r = doctor(&p, None);
+        assert_eq!(
+            r.checks[0].fix.as_deref(),
+            Some(format!("chmod go-w {}", d.display()).as_str())
+        );
+    }
+
+    #[test]
+    fn content_problems_are_reported_with_fixes() {
+        let d = tmpdir("content");
+        let p = d.join("m.json");
+        write(&p, 0o600, "{");
+        assert_eq!(failed(&doctor(&p, None))[0].0, "map content");
+        write(&p, 0o600, &format!(r#"{{"a": "{T1}", "a": "{T2}"}}"#));
+        let r = doctor(&p, None);
+        assert!(r.checks[1]
+            .fix
+            .as_ref()
+            .unwrap()
+            .starts_with("keep one entry per agent"));
+        write(
+            &p,
+            0o600,
+            &format!(r#"{{"a": "{T1}", "B": "{T2}", "c": 1}}"#),
+        );
+        let r = doctor(&p, None);
+        assert_eq!(failed(&r).len(), 2);
+        assert_eq!(r.agents.len(), 1);
+        write(&p, 0o600, "{}");
+        assert_eq!(
+            failed(&doctor(&p, None)),
+            [(
+                "map content",
+                "the map holds no agents, so no call gets a token"
+            )]
+        );
+    }
+
+    #[test]
+    fn the_config_drives_enablement_options_and_configured_agents() {
+        let d = tmpdir("config");
+        let p = d.join("m.json");
+        write(&p, 0o600, &format!(r#"{{"a": "{T1}", "old": "{T2}"}}"#));
+        let c = d.join("openclaw.json");
+        fs::write(
+            &c,
+            format!(
+                "{{ plugins: {{ entries: {{ 'claw-identity': {{ enabled: true, config: {{ tokenMapPath: '{}' }} }} }} }},
+                   agents: {{ entries: {{ a: {{}}, ghost: {{}} }} }} }}",
+                p.display()
+            ),
+        )
+        .unwrap();
+        let r = run(&DoctorArgs {
+            map: None,
+            config: Some(&c),
+        })
+        .unwrap();
+        assert_eq!(r.map, p.display().to_string());
+        assert_eq!(
+            failed(&r),
+            [(
+                "configured agent",
+                "agent \"ghost\" is in agents.entries but has no token in the map"
+            )]
+        );
+        let rows: Vec<_> = r
+            .agents
+            .iter()
+            .map(|a| (a.agent_id.as_str(), a.fingerprint.is_some(), a.configured))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("a", true, Some(true)),
+                ("ghost", false, Some(true)),
+                ("old", true, Some(false))
+            ]
+        );
+        assert_eq!(r.warnings, 1);
+
+        let other = d.join("other.json");
+        write(
+            &other,
+            0o600,
+            &format!(r#"{{"a": "{T1}", "ghost": "{T2}"}}"#),
+        );
+        let r = doctor(&other, Some(&c));
+        assert!(r.ok, "{}", r.render());
+        assert!(r
+            .checks
+            .iter()
+            .any(|c| c.check == "map path" && c.status == Status::Warn));
+    }
+
+    #[test]
+    fn a_missing_or_broken_config_is_a_problem() {
+        let d = tmpdir("badconfig");
+        let p = d.join("m.json");
+        write(&p, 0o600, &format!(r#"{{"a": "{T1}"}}"#));
+        let r = doctor(&p, Some(&d.join("nope.json")));
+        assert_eq!(failed(&r)[0].0, "config");
+        let c = d.join("openclaw.json");
+        fs::write(&c, "{ plugins: { entries: { 'claw-identity': { enabled: true, config: { tokenMap: 1 } } } } }").unwrap();
+        let r = doctor(&p, Some(&c));
+        assert_eq!(failed(&r)[0].0, "plugin config");
+        assert!(r.map_loaded, "the map is still checked");
+    }
+
+    #[test]
+    fn a_leftover_temp_file_is_a_warning_not_a_problem() {
+        let d = tmpdir("temp");
+        let p = d.join("m.json");
+        write(&p, 0o600, &format!(r#"{{"a": "{T1}"}}"#));
+        write(&d.join(".m.json.tmp-7-0-00000000"), 0o600, "{");
+        let r = doctor(&p, None);
+        assert!(r.ok);
+        assert_eq!(r.warnings, 1);
+        assert!(r.render().contains("healthy (1 warning)"));
+    }
+}

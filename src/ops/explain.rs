@@ -1,0 +1,409 @@
+//! `claw-identity explain`: the decision the layer would take for one call.
+//!
+//! It builds an `Engine` from the options the plugin runs with (the config's
+//! `plugins.entries.claw-identity.config`, `--map` replacing the path), loads
+//! the map through the plugin's gate and parser, and asks `Engine::decide`,
+//! the very function the hook and the trusted policy call, with the params the
+//! hook would pass. Tokens show only as fingerprints; the call's own params
+//! are never printed.
+
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::config::{self, OpenClawConfig};
+use crate::engine::{Engine, MapView, TokenStatus};
+use crate::options::OnMissingToken;
+use crate::redact::{self, shown};
+use crate::rules::auth_token::Missing;
+use crate::rules::{Params, ToolCall, Verdict};
+use crate::token_map::{self, is_token, GateOptions, TokenMap, DEFAULT_MAX_MAP_BYTES};
+
+pub struct ExplainArgs<'a> {
+    pub map: Option<&'a str>,
+    pub config: Option<&'a Path>,
+    /// `ctx.agentId`; `None` explains a call without one.
+    pub agent: Option<&'a str>,
+    pub tool: &'a str,
+    pub session_key: Option<&'a str>,
+    pub params: &'a Params,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MapState {
+    pub path: String,
+    pub loaded: bool,
+    pub agents: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenInfo {
+    /// `injected`, `missing` or `not-needed` (the tool carries no token).
+    pub status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+    pub why: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SetParam {
+    pub param: String,
+    /// The value as shown: a token as `sha256:<fingerprint>`.
+    pub value: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Approval {
+    pub title: String,
+    pub description: String,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Explanation {
+    pub tool: String,
+    pub agent: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_key: Option<String>,
+    pub map: MapState,
+    pub token: TokenInfo,
+    /// `pass`, `rewrite`, `block` or `ask`.
+    pub decision: &'static str,
+    /// The rule that decided (for a rewrite, the first that contributed).
+    pub rule: Option<&'static str>,
+    pub why: String,
+    pub sets: Vec<SetParam>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Approval>,
+    /// The call runs, with its agent's token when it needs one.
+    pub ok: bool,
+}
+
+fn shown_value(v: &Value) -> String {
+    match v {
+        Value::String(s) if is_token(s) => format!("sha256:{}", redact::fingerprint(s)),
+        Value::String(s) => format!("\"{}\"", shown(s)),
+        other => shown(&other.to_string()),
+    }
+}
+
+fn prefixes(list: &[String]) -> String {
+    let quoted: Vec<String> = list.iter().map(|p| format!("\"{}\"", shown(p))).collect();
+    match quoted.len() {
+        1 => quoted[0].clone(),
+        _ => format!("any of {}", quoted.join(", ")),
+    }
+}
+
+/// Explains one call. Fails only when the plugin could not run with this
+/// config at all (unreadable config, invalid options).
+pub fn run(args: &ExplainArgs<'_>) -> Result<Explanation, String> {
+    let config = args.config.map(OpenClawConfig::load).transpose()?;
+    let opts = config::plugin_options(config.as_ref(), args.map)
+        .map_err(|e| format!("the plugin's options are invalid: {e}"))?;
+    let engine = Engine::new(opts);
+    let opts = engine.options();
+    let gate = GateOptions {
+        allow_group_readable: opts.allow_group_readable,
+        max_bytes: DEFAULT_MAX_MAP_BYTES,
+    };
+    let loaded =
+        token_map::read_map(&opts.token_map_path, &gate).and_then(|f| token_map::parse(&f.bytes));
+    let (map, error) = match loaded {
+        Ok(p) => (p.map, None),
+        Err(e) => (TokenMap::default(), Some(e.message)),
+    };
+
+    // The hook hands params only to rules that read them; so do we.
+    let no_params = Params::new();
+    let call = ToolCall {
+        tool: args.tool,
+        agent_id: args.agent,
+        session_key: args.session_key,
+        params: if engine.needs_params(args.tool) {
+            args.params
+        } else {
+            &no_params
+        },
+    };
+    let view = MapView {
+        map: &map,
+        loaded: error.is_none(),
+        stale: false,
+    };
+    let d = engine.decide(&call, &view);
+
+    let agent = args.agent.map(shown);
+    let agent_q = format!("agent \"{}\"", agent.as_deref().unwrap_or(""));
+    let token = match d.token {
+        TokenStatus::NotOwned => TokenInfo {
+            status: "not-needed",
+            fingerprint: None,
+            why: format!(
+                "{} does not start with {}",
+                shown(args.tool),
+                prefixes(&opts.tool_prefixes)
+            ),
+        },
+        TokenStatus::Injected(t) => TokenInfo {
+            status: "injected",
+            fingerprint: Some(t.fingerprint()),
+            why: format!(
+                "{agent_q} has a token in the map (sha256:{})",
+                t.fingerprint()
+            ),
+        },
+        TokenStatus::Missing(why) => TokenInfo {
+            status: "missing",
+            fingerprint: None,
+            why: match why {
+                Missing::NoAgentId => "the call has no agent id, so no token can be chosen".into(),
+                Missing::UnknownAgent => format!("{agent_q} has no token in the map"),
+                Missing::NoMap => "the map could not be loaded, so no agent has a token".into(),
+                Missing::Stale => "the map is stale (maxStaleSeconds)".into(),
+            },
+        },
+    };
+    let rule = d.rule;
+    let by = |what: &str| match rule {
+        Some(r) => format!("{what}, by rule {r}"),
+        None => what.to_owned(),
+    };
+    let mut sets = Vec::new();
+    let mut reason = None;
+    let mut approval = None;
+    let (decision, why) = match &d.verdict {
+        Verdict::Pass if matches!(d.token, TokenStatus::Missing(_)) => {
+            debug_assert_eq!(opts.on_missing_token, OnMissingToken::Pass);
+            (
+                "pass",
+                format!(
+                    "onMissingToken is \"pass\", so the call runs with whatever {} the model wrote (the server will likely refuse it)",
+                    opts.token_param
+                ),
+            )
+        }
+        Verdict::Pass => (
+            "pass",
+            "no rule changes this call; it runs as the model wrote it".into(),
+        ),
+        Verdict::Rewrite(patch) => {
+            sets = patch
+                .iter()
+                .map(|(k, v)| SetParam {
+                    param: shown(k),
+                    value: shown_value(v),
+                })
+                .collect();
+            (
+                "rewrite",
+                by("the params are rewritten before the call runs"),
+            )
+        }
+        Verdict::Block(r) => {
+            reason = Some(redact::scrub(r));
+            (
+                "block",
+                by("the call is refused; the model sees the reason"),
+            )
+        }
+        Verdict::RequireApproval { title, description } => {
+            approval = Some(Approval {
+                title: redact::scrub(title),
+                description: redact::scrub(description),
+            });
+            ("ask", by("OpenClaw asks the user before the call runs"))
+        }
+    };
+    let ok = decision != "block" && token.status != "missing";
+    Ok(Explanation {
+        tool: shown(args.tool),
+        agent,
+        session_key: args.session_key.map(shown),
+        map: MapState {
+            path: opts.token_map_path.display().to_string(),
+            loaded: error.is_none(),
+            agents: map.len(),
+            error,
+        },
+        token,
+        decision,
+        rule,
+        why,
+        sets,
+        reason,
+        approval,
+        ok,
+    })
+}
+
+impl Explanation {
+    pub fn render(&self) -> String {
+        let mut out = String::from("claw-identity explain\n");
+        let mut line = |k: &str, v: &str| out += &format!("  {k:<9} {v}\n");
+        line("tool", &self.tool);
+        line("agent", self.agent.as_deref().unwrap_or("(none)"));
+        if let Some(s) = &self.session_key {
+            line("session", s);
+        }
+        let map = match &self.map.error {
+            None => format!(
+                "{} (loaded, {} agent{})",
+                self.map.path,
+                self.map.agents,
+                if self.map.agents == 1 { "" } else { "s" }
+            ),
+            Some(e) => format!("{} (not loaded: {e})", self.map.path),
+        };
+        line("map", &map);
+        line(
+            "token",
+            &format!("{}: {}", self.token.status, self.token.why),
+        );
+        line("decision", self.decision);
+        line("rule", self.rule.unwrap_or("(none)"));
+        line("why", &self.why);
+        for s in &self.sets {
+            line("sets", &format!("{} = {}", s.param, s.value));
+        }
+        if let Some(r) = &self.reason {
+            line("reason", r);
+        }
+        if let Some(a) = &self.approval {
+            line("asks", &format!("{}: {}", a.title, a.description));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::token_map::tests::T1;
+    use std::fs;
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::PathBuf;
+
+    fn setup(name: &str, config: &str) -> (PathBuf, PathBuf) {
+        let d = std::env::temp_dir().join(format!(
+            "claw-identity-explain-{name}-{}",
+            std::process::id()
+        ));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o700)).unwrap();
+        let m = d.join("m.json");
+        fs::write(&m, format!(r#"{{"paco--francis": "{T1}"}}"#)).unwrap();
+        fs::set_permissions(&m, fs::Permissions::from_mode(0o600)).unwrap();
+        let c = d.join("openclaw.json");
+        fs::write(&c, config).unwrap();
+        (m, c)
+    }
+
+    fn explain(map: &Path, config: Option<&Path>, agent: &str, tool: &str) -> Explanation {
+        run(&ExplainArgs {
+            map: Some(map.to_str().unwrap()),
+            config,
+            agent: Some(agent),
+            tool,
+            session_key: None,
+            params: &Params::new(),
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn a_known_agent_gets_its_token_shown_as_a_fingerprint() {
+        let (m, _) = setup("known", "{}");
+        let e = explain(&m, None, "paco--francis", "claw-os__claw_notes");
+        assert_eq!(
+            (e.decision, e.rule, e.ok),
+            ("rewrite", Some("auth-token"), true)
+        );
+        let fp = redact::fingerprint(T1);
+        assert_eq!(e.sets[0].value, format!("sha256:{fp}"));
+        let text = e.render();
+        assert!(
+            text.contains(&format!("  sets      auth_token = sha256:{fp}\n")),
+            "{text}"
+        );
+        assert!(!text.contains(&T1[..16]));
+    }
+
+    #[test]
+    fn an_unknown_agent_passes_or_blocks_as_configured() {
+        let (m, c) = setup(
+            "unknown",
+            "{ plugins: { entries: { 'claw-identity': { config: { onMissingToken: 'block' } } } } }",
+        );
+        let e = explain(&m, None, "ghost", "claw-os__x");
+        assert_eq!(
+            (e.decision, e.token.status, e.ok),
+            ("pass", "missing", false)
+        );
+        let e = explain(&m, Some(&c), "ghost", "claw-os__x");
+        assert_eq!((e.decision, e.rule), ("block", Some("auth-token")));
+        assert!(e
+            .reason
+            .unwrap()
+            .starts_with("auth-token: agent \"ghost\" has no token"));
+    }
+
+    #[test]
+    fn an_unowned_tool_needs_no_token() {
+        let (m, _) = setup("unowned", "{}");
+        let e = explain(&m, None, "paco--francis", "exec");
+        assert_eq!(
+            (e.decision, e.rule, e.token.status, e.ok),
+            ("pass", None, "not-needed", true)
+        );
+        assert_eq!(e.token.why, "exec does not start with \"claw-os__\"");
+    }
+
+    #[test]
+    fn an_unloadable_map_is_shown_with_its_error() {
+        let (m, _) = setup("nomap", "{}");
+        let e = explain(
+            &m.with_file_name("nope.json"),
+            None,
+            "paco--francis",
+            "claw-os__x",
+        );
+        assert!(!e.map.loaded);
+        assert!(e
+            .map
+            .error
+            .as_deref()
+            .unwrap()
+            .ends_with("or set tokenMapPath"));
+        assert_eq!(
+            e.token.why,
+            "the map could not be loaded, so no agent has a token"
+        );
+    }
+
+    #[test]
+    fn invalid_plugin_options_are_an_error() {
+        let (m, c) = setup(
+            "badopts",
+            "{ plugins: { entries: { 'claw-identity': { config: { nope: 1 } } } } }",
+        );
+        let err = run(&ExplainArgs {
+            map: Some(m.to_str().unwrap()),
+            config: Some(&c),
+            agent: Some("a"),
+            tool: "claw-os__x",
+            session_key: None,
+            params: &Params::new(),
+        })
+        .unwrap_err();
+        assert!(err.contains("unknown option \"nope\""), "{err}");
+    }
+}
