@@ -168,3 +168,98 @@ declare const plugin: {
   register(api: unknown): void;
 };
 export default plugin;
+
+// ---- operator tools (bin/claw-identity.js; docs/troubleshooting.md) ----
+
+/**
+ * A token map to write: an object or `Map` of agent id to 64-hex token, or
+ * its JSON text (then duplicate agent ids are caught too).
+ */
+export type TokenMapInput = Record<string, string> | Map<string, string> | string | Uint8Array;
+
+export interface WrittenTokenMap {
+  /** The absolute path written (`~` expanded as for `tokenMapPath`). */
+  path: string;
+  /** Agents in the map now. */
+  agents: number;
+  /** False when the file already held exactly this map, so nothing was written. */
+  changed: boolean;
+}
+
+/**
+ * Validates a token map with the plugin's own parser and writes it
+ * atomically: nothing is written if any entry is invalid (the error names the
+ * agents, never a token; `code` is `'InvalidArg'`); a missing directory is
+ * created 0700; the canonical map (keys sorted) goes to a uniquely named 0600
+ * temporary file in the same directory, is fsynced, checked by the plugin's
+ * permission gate, renamed over the map, and the directory is fsynced. An
+ * unchanged map is not rewritten. Writers in several processes never tear
+ * the map: the last rename wins. Runs on the libuv thread pool.
+ */
+export function writeTokenMap(path: string, map: TokenMapInput): Promise<WrittenTokenMap>;
+
+/** `writeTokenMap`, blocking the calling thread. */
+export function writeTokenMapSync(path: string, map: TokenMapInput): WrittenTokenMap;
+
+/** Where the plugin would read its map: `map`, else the config's `tokenMapPath`, else the default. */
+export function resolveTokenMapPath(options?: { map?: string; config?: string }): string;
+
+export interface DoctorCheck {
+  /** `fail`: stops token injection for some or all agents. */
+  status: 'ok' | 'warn' | 'fail' | 'skip';
+  check: string;
+  message: string;
+  fix?: string;
+}
+
+export interface DoctorReport {
+  ok: boolean;
+  problems: number;
+  warnings: number;
+  /** The user the checks ran as: the gate's owner rule depends on it. */
+  uid: number;
+  map: string;
+  config: string | null;
+  mapLoaded: boolean;
+  checks: DoctorCheck[];
+  /** Sorted by id; `fingerprint` is null for a configured agent without a token. */
+  agents: Array<{ agentId: string; fingerprint: string | null; configured?: boolean }>;
+}
+
+/**
+ * `claw-identity doctor` as data. `map` defaults to the path the plugin
+ * reads; `config` is the gateway's `openclaw.json` (JSON5).
+ */
+export function doctor(options?: { map?: string; config?: string }): { ok: boolean; text: string; report: DoctorReport };
+
+export interface Explanation {
+  tool: string;
+  agent: string | null;
+  sessionKey?: string;
+  map: { path: string; loaded: boolean; agents: number; error?: string };
+  token: { status: 'injected' | 'missing' | 'not-needed'; fingerprint?: string; why: string };
+  decision: 'pass' | 'rewrite' | 'block' | 'ask';
+  /** The rule that decided (for a rewrite, the first that contributed). */
+  rule: string | null;
+  why: string;
+  /** Params a rewrite sets; a token shows as `sha256:<fingerprint>`. */
+  sets: Array<{ param: string; value: string }>;
+  reason?: string;
+  approval?: { title: string; description: string };
+  /** The call runs, with its agent's token when it needs one. */
+  ok: boolean;
+}
+
+/**
+ * `claw-identity explain` as data: the decision the layer would take for one
+ * call, by the same `Engine::decide` the hook runs. Throws when the plugin
+ * could not run with the given config.
+ */
+export function explain(options: {
+  tool: string;
+  agent?: string;
+  params?: Record<string, unknown>;
+  sessionKey?: string;
+  map?: string;
+  config?: string;
+}): { ok: boolean; text: string; report: Explanation };

@@ -171,11 +171,6 @@ pub fn run(args: &ExplainArgs<'_>) -> Result<Explanation, String> {
             },
         },
     };
-    let rule = d.rule;
-    let by = |what: &str| match rule {
-        Some(r) => format!("{what}, by rule {r}"),
-        None => what.to_owned(),
-    };
     let mut sets = Vec::new();
     let mut reason = None;
     let mut approval = None;
@@ -204,14 +199,14 @@ pub fn run(args: &ExplainArgs<'_>) -> Result<Explanation, String> {
                 .collect();
             (
                 "rewrite",
-                by("the params are rewritten before the call runs"),
+                "the rule sets these params before the call runs, whatever the model wrote".into(),
             )
         }
         Verdict::Block(r) => {
             reason = Some(redact::scrub(r));
             (
                 "block",
-                by("the call is refused; the model sees the reason"),
+                "the call is not run; the model sees the reason below".into(),
             )
         }
         Verdict::RequireApproval { title, description } => {
@@ -219,7 +214,7 @@ pub fn run(args: &ExplainArgs<'_>) -> Result<Explanation, String> {
                 title: redact::scrub(title),
                 description: redact::scrub(description),
             });
-            ("ask", by("OpenClaw asks the user before the call runs"))
+            ("ask", "OpenClaw asks the user before the call runs".into())
         }
     };
     let ok = decision != "block" && token.status != "missing";
@@ -235,7 +230,7 @@ pub fn run(args: &ExplainArgs<'_>) -> Result<Explanation, String> {
         },
         token,
         decision,
-        rule,
+        rule: d.rule,
         why,
         sets,
         reason,

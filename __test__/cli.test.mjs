@@ -1,0 +1,628 @@
+// The claw-identity command: doctor's exact output on a healthy map and on
+// each kind of broken one, explain (the same decision as the hook), write-map,
+// help and exit codes. Every byte the command prints goes to the leak guard.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { IdentityLayer } from '../index.js';
+import { assertNoTokenIn, fingerprint, randomToken, recordEmitted, tempDir, writeMap } from './helpers/support.mjs';
+
+const BIN = fileURLToPath(new URL('../bin/claw-identity.js', import.meta.url));
+const UID = process.getuid();
+const HOME = tempDir('claw-identity-cli-home-');
+const FRANCIS = 'paco--francis';
+const DALI = 'paco--dali';
+const ENTRY_FIX =
+  'correct or remove the entry: agent ids match ^[a-z0-9][a-z0-9_-]{0,63}$ and tokens are 64 hex characters; claw-identity write-map checks both before it writes';
+
+/** Runs the command with HOME set to a private directory; shows all output to the leak guard. */
+function cli(args, { input } = {}) {
+  const r = spawnSync(process.execPath, [BIN, ...args], {
+    encoding: 'utf8',
+    input,
+    env: { ...process.env, HOME },
+  });
+  recordEmitted(`claw-identity ${args.join(' ')} (stdout)`, r.stdout);
+  recordEmitted(`claw-identity ${args.join(' ')} (stderr)`, r.stderr);
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** A private directory holding a map with two agents. */
+function healthy() {
+  const dir = tempDir();
+  const map = path.join(dir, 'agent-tokens.json');
+  const tokens = { [FRANCIS]: randomToken(), [DALI]: randomToken() };
+  writeMap(map, tokens);
+  return { dir, map, tokens };
+}
+
+function config(dir, body) {
+  const file = path.join(dir, 'openclaw.json');
+  fs.writeFileSync(file, body);
+  return file;
+}
+
+const header = (map, cfg) =>
+  `claw-identity doctor (as uid ${UID})\n  map     ${map}\n${cfg ? `  config  ${cfg}\n` : ''}\n`;
+const gateOk = (fileMode = '0600', dirMode = '0700') =>
+  `ok    map file: passes the permission gate (mode ${fileMode}, owner uid ${UID}; directory mode ${dirMode})\n`;
+const ONE_PROBLEM = '1 problem stops token injection; fix it and run doctor again\n';
+
+test('doctor on a healthy map: the agents by fingerprint, exit 0', () => {
+  const { map, tokens } = healthy();
+  const r = cli(['doctor', '--map', map]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(
+    r.stdout,
+    header(map) +
+      gateOk() +
+      'ok    map content: valid JSON; 2 agents with a well-formed token\n' +
+      '\n' +
+      'AGENT          TOKEN SHA256\n' +
+      `${DALI}     ${fingerprint(tokens[DALI])}\n` +
+      `${FRANCIS}  ${fingerprint(tokens[FRANCIS])}\n` +
+      '\n' +
+      'healthy: nothing found stops token injection\n',
+  );
+  assertNoTokenIn(r.stdout);
+});
+
+test('doctor with a healthy config: enablement, plugin config and configured agents, exit 0', () => {
+  const { dir, map, tokens } = healthy();
+  const cfg = config(
+    dir,
+    `{
+      // JSON5, as OpenClaw reads it
+      plugins: { entries: { "claw-identity": { enabled: true, config: { tokenMapPath: "${map}" } } } },
+      agents: { entries: { "${FRANCIS}": {}, "${DALI}": {} } },
+    }`,
+  );
+  const r = cli(['doctor', '--config', cfg]);
+  assert.equal(r.code, 0, r.stdout);
+  assert.equal(
+    r.stdout,
+    header(map, cfg) +
+      'ok    plugin enabled: plugins.entries.claw-identity.enabled is true\n' +
+      `ok    plugin config: valid; the plugin reads ${map}\n` +
+      gateOk() +
+      'ok    map content: valid JSON; 2 agents with a well-formed token\n' +
+      'ok    configured agents: all 2 have a token\n' +
+      '\n' +
+      'AGENT          TOKEN SHA256  IN CONFIG\n' +
+      `${DALI}     ${fingerprint(tokens[DALI])}  yes\n` +
+      `${FRANCIS}  ${fingerprint(tokens[FRANCIS])}  yes\n` +
+      '\n' +
+      'healthy: nothing found stops token injection\n',
+  );
+});
+
+test('doctor on a missing map: how to create it, exit 1', () => {
+  const map = path.join(tempDir(), 'agent-tokens.json');
+  const r = cli(['doctor', '--map', map]);
+  assert.equal(r.code, 1);
+  assert.equal(
+    r.stdout,
+    header(map) +
+      `FAIL  map file: ${map}: not found\n` +
+      `      fix: create it: claw-identity write-map --map ${map} --from FILE (or, if the plugin reads another file, check that one: --map PATH or --config openclaw.json)\n` +
+      'skip  map content: not checked: the plugin cannot read the file\n' +
+      '\n' +
+      'agents: none (no map loaded)\n' +
+      '\n' +
+      ONE_PROBLEM,
+  );
+});
+
+test('doctor without --map checks the plugin\'s default map under HOME', () => {
+  const r = cli(['doctor']);
+  assert.equal(r.code, 1);
+  assert.ok(r.stdout.startsWith(header(path.join(HOME, '.config/micelclaw/agent-tokens.json'))), r.stdout);
+});
+
+test('doctor on bad JSON: the parser\'s position, exit 1', () => {
+  const { map } = healthy();
+  writeMap(map, '{"paco--francis": ');
+  const r = cli(['doctor', '--map', map]);
+  assert.equal(r.code, 1);
+  assert.equal(
+    r.stdout,
+    header(map) +
+      gateOk() +
+      'FAIL  map content: not a valid token map: EOF while parsing a value at line 1 column 18; expected a JSON object {"<agentId>": "<64 hex token>"}\n' +
+      '      fix: rewrite it as a JSON object {"<agentId>": "<64 hex token>"}; claw-identity write-map validates a map before it writes it\n' +
+      '\n' +
+      'agents: none (no map loaded)\n' +
+      '\n' +
+      ONE_PROBLEM,
+  );
+});
+
+test('doctor on a map others can read: the chmod, exit 1', () => {
+  const { map } = healthy();
+  fs.chmodSync(map, 0o644);
+  const r = cli(['doctor', '--map', map]);
+  assert.equal(r.code, 1);
+  assert.equal(
+    r.stdout,
+    header(map) +
+      `FAIL  map file: ${map}: is readable by group or others (mode 0644); refusing to load it\n` +
+      `      fix: chmod 600 ${map}, or set allowGroupReadable for a Kubernetes secret volume\n` +
+      'skip  map content: not checked: the plugin cannot read the file\n' +
+      '\n' +
+      'agents: none (no map loaded)\n' +
+      '\n' +
+      ONE_PROBLEM,
+  );
+});
+
+test('doctor on a map in a directory others can write: the chmod of the directory, exit 1', () => {
+  const { dir, map } = healthy();
+  fs.chmodSync(dir, 0o777);
+  const r = cli(['doctor', '--map', map]);
+  fs.chmodSync(dir, 0o700);
+  assert.equal(r.code, 1);
+  assert.equal(
+    r.stdout,
+    header(map) +
+      `FAIL  map file: ${dir}: directory is writable by group or others (mode 0777); refusing to load it\n` +
+      `      fix: chmod go-w ${dir}\n` +
+      'skip  map content: not checked: the plugin cannot read the file\n' +
+      '\n' +
+      'agents: none (no map loaded)\n' +
+      '\n' +
+      ONE_PROBLEM,
+  );
+});
+
+test('doctor on bad entries: one problem per entry, valid agents still listed, exit 1', () => {
+  const { map } = healthy();
+  const good = randomToken();
+  const misplaced = randomToken();
+  writeMap(map, { [FRANCIS]: good, 'Paco--Dali': randomToken(), 'paco--atlas': 42, [misplaced]: 'abc' });
+  const r = cli(['doctor', '--map', map]);
+  assert.equal(r.code, 1);
+  assert.equal(
+    r.stdout,
+    header(map) +
+      gateOk() +
+      'ok    map content: valid JSON; 1 agent with a well-formed token\n' +
+      'FAIL  map entry: agent id "Paco--Dali" is not a valid OpenClaw agent id (^[a-z0-9][a-z0-9_-]{0,63}$); entry skipped\n' +
+      `      fix: ${ENTRY_FIX}\n` +
+      'FAIL  map entry: agent "paco--atlas": token must be a string, found a number; entry skipped\n' +
+      `      fix: ${ENTRY_FIX}\n` +
+      `FAIL  map entry: agent "<redacted sha256:${fingerprint(misplaced)}>": token is not 64 hex characters; entry skipped\n` +
+      `      fix: ${ENTRY_FIX}\n` +
+      '\n' +
+      'AGENT          TOKEN SHA256\n' +
+      `${FRANCIS}  ${fingerprint(good)}\n` +
+      '\n' +
+      '3 problems stop token injection; fix them and run doctor again\n',
+  );
+  assertNoTokenIn(r.stdout);
+});
+
+test('doctor on duplicate keys: the whole map is refused, exit 1', () => {
+  const { map } = healthy();
+  writeMap(map, `{"${FRANCIS}": "${randomToken()}", "${FRANCIS}": "${randomToken()}"}`);
+  const r = cli(['doctor', '--map', map]);
+  assert.equal(r.code, 1);
+  assert.equal(
+    r.stdout,
+    header(map) +
+      gateOk() +
+      `FAIL  map content: not a valid token map: agent id "${FRANCIS}" appears more than once (ambiguous owner); remove the duplicate at line 1 column 170; expected a JSON object {"<agentId>": "<64 hex token>"}\n` +
+      '      fix: keep one entry per agent: with two, nobody can tell which token the agent holds; claw-identity write-map refuses duplicates\n' +
+      '\n' +
+      'agents: none (no map loaded)\n' +
+      '\n' +
+      ONE_PROBLEM,
+  );
+});
+
+test('doctor on an empty map: no agent gets a token, exit 1', () => {
+  const { map } = healthy();
+  writeMap(map, '{}');
+  const r = cli(['doctor', '--map', map]);
+  assert.equal(r.code, 1);
+  assert.equal(
+    r.stdout,
+    header(map) +
+      gateOk() +
+      'FAIL  map content: the map holds no agents, so no call gets a token\n' +
+      `      fix: add the agents' tokens: claw-identity write-map --map ${map} --from FILE\n` +
+      '\n' +
+      'agents: none in the map\n' +
+      '\n' +
+      ONE_PROBLEM,
+  );
+});
+
+test('doctor on a map over the size cap: refused before it is read, exit 1', () => {
+  const { map } = healthy();
+  fs.truncateSync(map, 16 * 1024 * 1024 + 1);
+  const r = cli(['doctor', '--map', map]);
+  assert.equal(r.code, 1);
+  assert.equal(
+    r.stdout,
+    header(map) +
+      `FAIL  map file: ${map}: larger than the 16777216 byte cap; refusing to load it\n` +
+      '      fix: check that this is the token map: the plugin refuses maps over 16777216 bytes\n' +
+      'skip  map content: not checked: the plugin cannot read the file\n' +
+      '\n' +
+      'agents: none (no map loaded)\n' +
+      '\n' +
+      ONE_PROBLEM,
+  );
+});
+
+test('doctor on a config that does not enable the plugin: OpenClaw would not load it, exit 1', () => {
+  const { dir, map, tokens } = healthy();
+  const cfg = config(dir, `{ plugins: { entries: { "claw-identity": { config: { tokenMapPath: "${map}" } } } } }`);
+  const r = cli(['doctor', '--config', cfg]);
+  assert.equal(r.code, 1);
+  assert.equal(
+    r.stdout,
+    header(map, cfg) +
+      'FAIL  plugin enabled: plugins.entries.claw-identity.enabled is not set, not true: OpenClaw loads only an explicitly enabled plugin (and registers its trusted tool policy only then), and says nothing at runtime\n' +
+      '      fix: openclaw plugins install <claw-identity.tgz> --force --accept-capabilities (it writes the enablement), or: openclaw config set plugins.entries.claw-identity.enabled true --strict-json\n' +
+      `ok    plugin config: valid; the plugin reads ${map}\n` +
+      gateOk() +
+      'ok    map content: valid JSON; 2 agents with a well-formed token\n' +
+      'skip  configured agents: the config lists no agents under agents.entries\n' +
+      '\n' +
+      'AGENT          TOKEN SHA256\n' +
+      `${DALI}     ${fingerprint(tokens[DALI])}\n` +
+      `${FRANCIS}  ${fingerprint(tokens[FRANCIS])}\n` +
+      '\n' +
+      ONE_PROBLEM,
+  );
+});
+
+test('doctor flags enabled: false, a deny list and an allow list without the plugin', () => {
+  const { dir, map } = healthy();
+  const cfg = config(
+    dir,
+    `{ plugins: { deny: ["claw-identity"], allow: ["other"],
+       entries: { "claw-identity": { enabled: false, config: { tokenMapPath: "${map}" } } } } }`,
+  );
+  const r = cli(['doctor', '--config', cfg]);
+  assert.equal(r.code, 1);
+  const fails = r.stdout.split('\n').filter((l) => l.startsWith('FAIL'));
+  assert.deepEqual(fails, [
+    'FAIL  plugin enabled: plugins.deny lists claw-identity: OpenClaw never loads it (deny wins over allow and enabled)',
+    'FAIL  plugin enabled: plugins.allow is set and does not list claw-identity: OpenClaw does not load it',
+    'FAIL  plugin enabled: plugins.entries.claw-identity.enabled is false, not true: OpenClaw loads only an explicitly enabled plugin (and registers its trusted tool policy only then), and says nothing at runtime',
+  ]);
+  assert.ok(r.stdout.endsWith('3 problems stop token injection; fix them and run doctor again\n'), r.stdout);
+});
+
+test('doctor on configured agents without a token: each named, listed as (no token), exit 1', () => {
+  const { dir, map, tokens } = healthy();
+  const cfg = config(
+    dir,
+    `{ plugins: { entries: { "claw-identity": { enabled: true, config: { tokenMapPath: "${map}" } } } },
+       agents: { entries: { "${FRANCIS}": {}, "pepito--atlas": {} } } }`,
+  );
+  const r = cli(['doctor', '--config', cfg]);
+  assert.equal(r.code, 1);
+  assert.equal(
+    r.stdout,
+    header(map, cfg) +
+      'ok    plugin enabled: plugins.entries.claw-identity.enabled is true\n' +
+      `ok    plugin config: valid; the plugin reads ${map}\n` +
+      gateOk() +
+      'ok    map content: valid JSON; 2 agents with a well-formed token\n' +
+      'FAIL  configured agent: agent "pepito--atlas" is in agents.entries but has no token in the map\n' +
+      `      fix: mint its token and add it: claw-identity write-map --map ${map} --from FILE\n` +
+      `warn  map agent: agent "${DALI}" has a token but is not in agents.entries\n` +
+      '      fix: remove it from the map if that agent is gone\n' +
+      '\n' +
+      'AGENT          TOKEN SHA256  IN CONFIG\n' +
+      `${DALI}     ${fingerprint(tokens[DALI])}  no\n` +
+      `${FRANCIS}  ${fingerprint(tokens[FRANCIS])}  yes\n` +
+      'pepito--atlas  (no token)    yes\n' +
+      '\n' +
+      '1 problem stops token injection (1 warning); fix it and run doctor again\n',
+  );
+});
+
+test('doctor on an invalid plugin config: the option named, and the map still checked', () => {
+  const { dir, map } = healthy();
+  const cfg = config(
+    dir,
+    `{ plugins: { entries: { "claw-identity": { enabled: true, config: { tokenMapPath: "${map}", tokenMap: "x" } } } } }`,
+  );
+  const r = cli(['doctor', '--config', cfg, '--map', map]);
+  assert.equal(r.code, 1);
+  assert.match(r.stdout, /^FAIL {2}plugin config: plugins\.entries\.claw-identity\.config is invalid: unknown option "tokenMap"; known options are /m);
+  assert.ok(r.stdout.includes(gateOk()), r.stdout);
+});
+
+test('doctor on an unreadable config: a problem with the file named, not a crash', () => {
+  const { dir, map } = healthy();
+  const cfg = config(dir, '{ plugins: ');
+  const r = cli(['doctor', '--config', cfg, '--map', map]);
+  assert.equal(r.code, 1);
+  assert.match(r.stdout, new RegExp(`^FAIL {2}config: ${cfg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: not valid JSON5: `, 'm'));
+});
+
+test('doctor warns about a temporary file left by a writer that died', () => {
+  const { dir, map } = healthy();
+  const leftover = path.join(dir, '.agent-tokens.json.tmp-4242-0-0000abcd');
+  writeMap(leftover, '{"paco--francis": "');
+  const r = cli(['doctor', '--map', map]);
+  assert.equal(r.code, 0);
+  assert.ok(
+    r.stdout.includes(
+      `warn  temp file: ${leftover}: left by a writer that stopped before its rename (it is not the map)\n` +
+        `      fix: rm ${leftover} (once no writer is running)\n`,
+    ),
+    r.stdout,
+  );
+  assert.ok(r.stdout.endsWith('healthy (1 warning): nothing found stops token injection\n'), r.stdout);
+});
+
+test('doctor --json: the same report as data', () => {
+  const { map, tokens } = healthy();
+  const r = cli(['doctor', '--map', map, '--json']);
+  assert.equal(r.code, 0);
+  const report = JSON.parse(r.stdout);
+  assert.equal(report.ok, true);
+  assert.equal(report.map, map);
+  assert.deepEqual(report.agents, [
+    { agentId: DALI, fingerprint: fingerprint(tokens[DALI]) },
+    { agentId: FRANCIS, fingerprint: fingerprint(tokens[FRANCIS]) },
+  ]);
+  assert.deepEqual(
+    report.checks.map((c) => [c.status, c.check]),
+    [
+      ['ok', 'map file'],
+      ['ok', 'map content'],
+    ],
+  );
+});
+
+// ---- explain ----
+
+const explainCases = (tools) =>
+  [FRANCIS, DALI, 'ghost', undefined].flatMap((agent) => tools.map((tool) => ({ agent, tool })));
+
+test('explain takes the hook\'s decision: same verdict, same token (by fingerprint), same block reason', () => {
+  for (const onMissingToken of ['pass', 'block']) {
+    const { dir, map, tokens } = healthy();
+    const cfg = config(dir, `{ plugins: { entries: { "claw-identity": { enabled: true, config: { tokenMapPath: "${map}", onMissingToken: "${onMissingToken}" } } } } }`);
+    const layer = new IdentityLayer({ tokenMapPath: map, onMissingToken, logger: { info() {}, warn() {}, error() {} } });
+    try {
+      for (const { agent, tool } of explainCases(['claw-os__claw_notes', 'exec'])) {
+        const what = `${onMissingToken} ${agent} ${tool}`;
+        const hook = layer.beforeToolCall({ toolName: tool, params: { auth_token: 'from-the-model' } }, { agentId: agent });
+        const args = ['explain', '--config', cfg, '--tool', tool, '--json', ...(agent === undefined ? [] : ['--agent', agent])];
+        const r = cli(args);
+        const e = JSON.parse(r.stdout);
+        if (hook === undefined) {
+          assert.equal(e.decision, 'pass', what);
+        } else if (hook.block) {
+          assert.equal(e.decision, 'block', what);
+          assert.equal(e.reason, hook.blockReason, what);
+        } else {
+          assert.equal(e.decision, 'rewrite', what);
+          // Every param explain says is set, the hook set to that value (tokens by fingerprint).
+          for (const { param, value } of e.sets) {
+            const got = hook.params[param];
+            assert.equal(value.startsWith('sha256:') ? `sha256:${fingerprint(got)}` : JSON.stringify(got), value, `${what} ${param}`);
+          }
+          assert.equal(e.sets.some((s) => s.param === 'auth_token'), e.token.status === 'injected', what);
+        }
+        const injected = Object.hasOwn(tokens, agent ?? '') && hook?.params?.auth_token === tokens[agent];
+        assert.equal(injected, e.token.status === 'injected', what);
+        assert.equal(r.code, e.ok ? 0 : 1, what);
+        assert.equal(e.ok, !hook?.block && e.token.status !== 'missing', what);
+      }
+    } finally {
+      layer.close();
+    }
+  }
+});
+
+test('explain shows a rewrite with the rule, the reason and the token as a fingerprint only', () => {
+  const { map, tokens } = healthy();
+  const r = cli(['explain', '--map', map, '--agent', FRANCIS, '--tool', 'claw-os__claw_notes', '--params', `{"auth_token": "${randomToken()}"}`]);
+  assert.equal(r.code, 0, r.stderr);
+  const fp = fingerprint(tokens[FRANCIS]);
+  const lines = r.stdout.split('\n');
+  assert.deepEqual(lines.slice(0, 8), [
+    'claw-identity explain',
+    '  tool      claw-os__claw_notes',
+    `  agent     ${FRANCIS}`,
+    `  map       ${map} (loaded, 2 agents)`,
+    `  token     injected: agent "${FRANCIS}" has a token in the map (sha256:${fp})`,
+    '  decision  rewrite',
+    '  rule      auth-token',
+    '  why       the rule sets these params before the call runs, whatever the model wrote',
+  ]);
+  assert.ok(lines.includes(`  sets      auth_token = sha256:${fp}`), r.stdout);
+  assertNoTokenIn(r.stdout);
+});
+
+test('explain shows a block with the reason the model would read, exit 1', () => {
+  const { dir, map } = healthy();
+  const cfg = config(dir, `{ plugins: { entries: { "claw-identity": { enabled: true, config: { tokenMapPath: "${map}", onMissingToken: "block" } } } } }`);
+  const r = cli(['explain', '--config', cfg, '--agent', 'ghost', '--tool', 'claw-os__claw_notes']);
+  assert.equal(r.code, 1);
+  assert.equal(
+    r.stdout,
+    'claw-identity explain\n' +
+      '  tool      claw-os__claw_notes\n' +
+      '  agent     ghost\n' +
+      `  map       ${map} (loaded, 2 agents)\n` +
+      '  token     missing: agent "ghost" has no token in the map\n' +
+      '  decision  block\n' +
+      '  rule      auth-token\n' +
+      '  why       the call is not run; the model sees the reason below\n' +
+      `  reason    auth-token: agent "ghost" has no token in the token map ${map}, so claw-os__claw_notes was not called; do not retry it. Tell the user this agent is not provisioned; the operator can check with: claw-identity doctor --map ${map}\n`,
+  );
+});
+
+test('explain on a tool that carries no token: pass, no rule, exit 0', () => {
+  const { map } = healthy();
+  const r = cli(['explain', '--map', map, '--agent', FRANCIS, '--tool', 'exec']);
+  assert.equal(r.code, 0);
+  assert.equal(
+    r.stdout,
+    'claw-identity explain\n' +
+      '  tool      exec\n' +
+      `  agent     ${FRANCIS}\n` +
+      `  map       ${map} (loaded, 2 agents)\n` +
+      '  token     not-needed: exec does not start with "claw-os__"\n' +
+      '  decision  pass\n' +
+      '  rule      (none)\n' +
+      '  why       no rule changes this call; it runs as the model wrote it\n',
+  );
+});
+
+test('explain on a map the plugin cannot load: the gate\'s reason, and no token, exit 1', () => {
+  const { map } = healthy();
+  fs.chmodSync(map, 0o640);
+  const r = cli(['explain', '--map', map, '--agent', FRANCIS, '--tool', 'claw-os__claw_notes']);
+  assert.equal(r.code, 1);
+  const lines = r.stdout.split('\n');
+  assert.ok(lines.includes(`  map       ${map} (not loaded: ${map}: is readable by group or others (mode 0640); refusing to load it (fix: chmod 600 ${map}, or set allowGroupReadable for a Kubernetes secret volume))`), r.stdout);
+  assert.ok(lines.includes('  token     missing: the map could not be loaded, so no agent has a token'), r.stdout);
+  assert.ok(lines.includes('  decision  pass'), r.stdout);
+});
+
+test('explain with an invalid plugin config says so, exit 1', () => {
+  const { dir, map } = healthy();
+  const cfg = config(dir, `{ plugins: { entries: { "claw-identity": { config: { tokenMapPath: "${map}", prefix: "x" } } } } }`);
+  const r = cli(['explain', '--config', cfg, '--agent', FRANCIS, '--tool', 'claw-os__x']);
+  assert.equal(r.code, 1);
+  assert.equal(r.stdout, '');
+  assert.match(r.stderr, /^claw-identity: cannot explain: the plugin's options are invalid: unknown option "prefix"/);
+});
+
+test('explain usage errors exit 2 and point to --help', () => {
+  for (const [args, message] of [
+    [['explain', '--agent', FRANCIS], 'claw-identity explain: missing --tool'],
+    [['explain', '--agent', 'a', '--tool', 'x', '--params', '{'], 'claw-identity explain: --params is not valid JSON'],
+    [['explain', '--agent', 'a', '--tool', 'x', '--params', '[1]'], 'claw-identity explain: --params must be a JSON object'],
+  ]) {
+    const r = cli(args);
+    assert.equal(r.code, 2, args.join(' '));
+    assert.equal(r.stdout, '');
+    assert.equal(r.stderr, `${message}\nRun claw-identity explain --help for usage.\n`);
+  }
+});
+
+// ---- write-map ----
+
+test('write-map writes a map from a file, then reports it unchanged, never echoing a token', () => {
+  const dir = tempDir();
+  const map = path.join(dir, 'secrets', 'agent-tokens.json');
+  const input = path.join(dir, 'in.json');
+  const tokens = { [FRANCIS]: randomToken(), [DALI]: randomToken() };
+  fs.writeFileSync(input, JSON.stringify(tokens));
+  let r = cli(['write-map', '--map', map, '--from', input]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.stdout, `wrote ${map} (2 agents)\n`);
+  assert.equal(fs.statSync(map).mode & 0o777, 0o600);
+  assert.equal(fs.statSync(path.dirname(map)).mode & 0o777, 0o700);
+  r = cli(['write-map', '--map', map, '--from', input]);
+  assert.equal(r.code, 0);
+  assert.equal(r.stdout, `unchanged: ${map} already holds this map (2 agents); not rewritten\n`);
+  assert.equal(cli(['doctor', '--map', map]).code, 0);
+});
+
+test('write-map reads standard input with --from -', () => {
+  const map = path.join(tempDir(), 'agent-tokens.json');
+  const token = randomToken();
+  const r = cli(['write-map', '--map', map, '--from', '-', '--json'], { input: JSON.stringify({ [FRANCIS]: token }) });
+  assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual(JSON.parse(r.stdout), { path: map, agents: 1, changed: true });
+  assert.deepEqual(JSON.parse(fs.readFileSync(map, 'utf8')), { [FRANCIS]: token });
+});
+
+test('write-map refuses an invalid map, names the entries, writes nothing, exit 1', () => {
+  const { map } = healthy();
+  const before = fs.readFileSync(map);
+  const bad = randomToken();
+  const r = cli(['write-map', '--map', map, '--from', '-'], {
+    input: JSON.stringify({ [FRANCIS]: bad, 'Paco--Dali': randomToken(), [DALI]: bad.slice(0, 40) }),
+  });
+  assert.equal(r.code, 1);
+  assert.equal(r.stdout, '');
+  assert.equal(
+    r.stderr,
+    `claw-identity: refusing to write ${map}: 2 invalid entries: agent id "Paco--Dali" is not a valid OpenClaw agent id (^[a-z0-9][a-z0-9_-]{0,63}$); agent "${DALI}": token is not 64 hex characters; nothing was written\n`,
+  );
+  assert.deepEqual(fs.readFileSync(map), before);
+  assertNoTokenIn(r.stderr);
+});
+
+test('write-map refuses duplicate agent ids in its input', () => {
+  const map = path.join(tempDir(), 'agent-tokens.json');
+  const r = cli(['write-map', '--map', map, '--from', '-'], {
+    input: `{"${FRANCIS}": "${randomToken()}", "${FRANCIS}": "${randomToken()}"}`,
+  });
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /agent id "paco--francis" appears more than once/);
+  assert.equal(fs.existsSync(map), false);
+});
+
+test('write-map usage errors exit 2', () => {
+  const dir = tempDir();
+  let r = cli(['write-map', '--map', path.join(dir, 'm.json')]);
+  assert.equal(r.code, 2);
+  assert.equal(r.stderr, 'claw-identity write-map: missing --from\nRun claw-identity write-map --help for usage.\n');
+  r = cli(['write-map', '--from', path.join(dir, 'nope.json')]);
+  assert.equal(r.code, 2);
+  assert.equal(r.stderr, `claw-identity write-map: cannot read --from ${path.join(dir, 'nope.json')}: ENOENT\nRun claw-identity write-map --help for usage.\n`);
+});
+
+// ---- help and exit codes ----
+
+test('every command has --help, with the exit codes scripts rely on', () => {
+  for (const cmd of ['doctor', 'explain', 'write-map']) {
+    const r = cli([cmd, '--help']);
+    assert.equal(r.code, 0, cmd);
+    assert.ok(r.stdout.startsWith(`Usage: claw-identity ${cmd} `), r.stdout);
+    assert.match(r.stdout, /Exit status: 0 .*\n[\s\S]* 1 [\s\S]* 2 usage error\.\n$/, cmd);
+    assert.equal(cli(['help', cmd]).stdout, r.stdout);
+  }
+  const main = cli(['--help']);
+  assert.equal(main.code, 0);
+  assert.match(main.stdout, /^Usage: claw-identity <command> \[options\]\n/);
+});
+
+test('unknown commands and options are usage errors (exit 2); no command prints usage to stderr', () => {
+  let r = cli(['doctr']);
+  assert.equal(r.code, 2);
+  assert.equal(r.stderr, 'claw-identity: no such command: doctr\nRun claw-identity --help for usage.\n');
+  r = cli(['doctor', '--mapp', 'x']);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /^claw-identity doctor: Unknown option '--mapp'/);
+  r = cli([]);
+  assert.equal(r.code, 2);
+  assert.equal(r.stdout, '');
+  assert.match(r.stderr, /^Usage: claw-identity <command>/);
+});
+
+test('--version prints the package version', () => {
+  const r = cli(['--version']);
+  assert.equal(r.code, 0);
+  assert.equal(r.stdout, `${JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version}\n`);
+});
+
+test('the package ships the command as its bin', () => {
+  const pkg = JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+  assert.equal(pkg.bin['claw-identity'], './bin/claw-identity.js');
+  const root = path.dirname(path.dirname(BIN));
+  const out = spawnSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, encoding: 'utf8' });
+  assert.equal(out.status, 0, out.stderr);
+  const files = JSON.parse(out.stdout)[0].files.map((f) => f.path);
+  assert.ok(files.includes('bin/claw-identity.js'), files.join(', '));
+  assert.ok(fs.readFileSync(BIN, 'utf8').startsWith('#!/usr/bin/env node\n'));
+});
