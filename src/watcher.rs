@@ -229,10 +229,12 @@ impl Loop {
     }
 
     /// Points the watch at the map's directory, or its nearest existing
-    /// ancestor. Returns true when the watch changed and now covers the map's
-    /// directory (so the map must be re-read).
+    /// ancestor. Returns true when the map must be re-read: the watch reached
+    /// the map's directory (the map may have changed while unwatched), or left
+    /// it (the map is gone: the failed reload is what starts the
+    /// `maxStaleSeconds` clock).
     fn retarget(&mut self) -> bool {
-        let mut changed_to_dir = false;
+        let before = self.watched.clone();
         // Directories can appear while we move down: loop until stable.
         for _ in 0..64 {
             let target = self.dir.ancestors().find_map(dir_id);
@@ -268,10 +270,10 @@ impl Loop {
                     break;
                 }
             }
-            changed_to_dir = target.0 == self.dir;
             self.watched = Some(target);
         }
-        changed_to_dir
+        let on_dir = |w: &Option<DirId>| w.as_ref().is_some_and(|w| w.0 == self.dir);
+        self.watched != before && (on_dir(&self.watched) || on_dir(&before))
     }
 
     fn watch(&mut self, path: &Path) -> notify::Result<()> {

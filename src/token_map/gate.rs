@@ -1,12 +1,17 @@
 //! The permission gate, after OpenSSH's `sshkey_perm_ok`/`safe_path` and
 //! libpq's `.pgpass` check: a credential file that others can write (or, by
 //! default, read) is refused, and so is one in a directory others can write.
-//! Checks use `fstat` on the descriptor we read from, so a swap of the path
-//! between check and read cannot slip an unchecked file past us.
+//! Every check is made on a descriptor (`fstat`), and the map is opened
+//! relative to the descriptor of the directory that was checked (`openat`),
+//! so a swap of the path between check and read cannot slip an unchecked file
+//! past us.
 
+use std::ffi::{CStr, CString};
 use std::fs::{File, OpenOptions};
 use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::io::{AsRawFd, FromRawFd};
 use std::path::{Path, PathBuf};
 
 use super::{MapError, MapErrorKind};
@@ -60,13 +65,24 @@ fn owner_ok(uid: u32) -> bool {
     uid == euid() || uid == 0
 }
 
-/// Checks a directory that holds the map (or a link on the way to it).
-fn check_dir(dir: &Path) -> Result<(), MapError> {
+/// Opens a directory that holds the map and checks it on the descriptor:
+/// owned by us or root, not writable by group or others.
+fn open_checked_dir(dir: &Path) -> Result<File, MapError> {
     let handle = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
         .open(dir)
-        .map_err(|e| io_error(dir, "opening the directory", &e))?;
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => MapError::new(
+                MapErrorKind::NotFound,
+                format!(
+                    "{}: directory not found; create it (mkdir -m 700 {}) or set tokenMapPath",
+                    dir.display(),
+                    dir.display()
+                ),
+            ),
+            _ => io_error(dir, "opening the directory", &e),
+        })?;
     let meta = handle.metadata().map_err(|e| io_error(dir, "fstat", &e))?;
     if !owner_ok(meta.uid()) {
         return Err(unsafe_file(
@@ -89,7 +105,7 @@ fn check_dir(dir: &Path) -> Result<(), MapError> {
             format!("chmod go-w {}", dir.display()),
         ));
     }
-    Ok(())
+    Ok(handle)
 }
 
 fn parent_of(path: &Path) -> PathBuf {
@@ -99,17 +115,67 @@ fn parent_of(path: &Path) -> PathBuf {
     }
 }
 
+fn c_name(path: &Path) -> Result<CString, MapError> {
+    path.file_name()
+        .and_then(|n| CString::new(n.as_bytes()).ok())
+        .ok_or_else(|| {
+            MapError::new(
+                MapErrorKind::Io,
+                format!(
+                    "{}: not a file path; set tokenMapPath to a file",
+                    path.display()
+                ),
+            )
+        })
+}
+
+/// (device, inode) of the entry `name` in `dir`, without following a symlink.
+fn entry_id(dir: &File, name: &CStr) -> Option<(u64, u64, bool)> {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: valid descriptor, NUL-terminated name, and a buffer the size of `stat`.
+    let rc = unsafe {
+        libc::fstatat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            st.as_mut_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: fstatat succeeded, so it filled the buffer.
+    let st = unsafe { st.assume_init() };
+    let is_link = st.st_mode & libc::S_IFMT == libc::S_IFLNK;
+    Some((st.st_dev, st.st_ino, is_link))
+}
+
+/// Opens `name` inside the already-checked directory `dir`. Opening relative
+/// to the directory's descriptor, not by path, means the file comes from the
+/// directory that was checked even if the path is swapped meanwhile.
+fn open_in(dir: &File, name: &CStr, path: &Path) -> Result<File, MapError> {
+    // O_NONBLOCK: opening a FIFO planted at the path must not hang the watcher;
+    // it is then refused as not a regular file.
+    // SAFETY: valid descriptor and NUL-terminated name; the result is checked.
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY,
+        )
+    };
+    if fd < 0 {
+        return Err(io_error(path, "opening", &std::io::Error::last_os_error()));
+    }
+    // SAFETY: `fd` is a fresh descriptor that nothing else owns.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
 /// Opens, checks and reads the map at `path`.
 pub fn read_map(path: &Path, opts: &GateOptions) -> Result<MapFile, MapError> {
-    check_dir(&parent_of(path))?;
-
-    // O_NONBLOCK: opening a FIFO planted at the path must not hang the watcher;
-    // it is then refused below as not a regular file.
-    let mut file: File = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
-        .open(path)
-        .map_err(|e| io_error(path, "opening", &e))?;
+    let name = c_name(path)?;
+    let dir = open_checked_dir(&parent_of(path))?;
+    let mut file = open_in(&dir, &name, path)?;
     let meta = file.metadata().map_err(|e| io_error(path, "fstat", &e))?;
 
     if !meta.file_type().is_file() {
@@ -119,15 +185,22 @@ pub fn read_map(path: &Path, opts: &GateOptions) -> Result<MapFile, MapError> {
             "replace it with a regular file, or a symlink to one".into(),
         ));
     }
-    // A symlink chain (Kubernetes secret volumes) ends in a directory we did not
-    // check yet: check the directory of the file we actually opened.
-    if std::fs::symlink_metadata(path)
-        .map(|m| m.file_type().is_symlink())
-        .unwrap_or(false)
-    {
-        let real =
-            std::fs::canonicalize(path).map_err(|e| io_error(path, "resolving the symlink", &e))?;
-        check_dir(&parent_of(&real))?;
+    let opened = (meta.dev(), meta.ino());
+    match entry_id(&dir, &name) {
+        // The file sits in the directory we checked.
+        Some((dev, ino, false)) if (dev, ino) == opened => {}
+        // A symlink chain (Kubernetes secret volumes) ends in another
+        // directory: check the directory that holds the file we opened, and
+        // that it still holds that very file (else the chain moved meanwhile).
+        Some((_, _, true)) => {
+            let real = std::fs::canonicalize(path)
+                .map_err(|e| io_error(path, "resolving the symlink", &e))?;
+            let real_dir = open_checked_dir(&parent_of(&real))?;
+            if entry_id(&real_dir, &c_name(&real)?).map(|(d, i, _)| (d, i)) != Some(opened) {
+                return Err(swapped(path));
+            }
+        }
+        _ => return Err(swapped(path)),
     }
     if !owner_ok(meta.uid()) {
         return Err(unsafe_file(
@@ -189,6 +262,18 @@ pub fn read_map(path: &Path, opts: &GateOptions) -> Result<MapFile, MapError> {
         return Err(too_large());
     }
     Ok(MapFile { bytes, warnings })
+}
+
+/// The path changed between opening and checking: a writer's swap raced the
+/// read. The swap's own events bring another reload.
+fn swapped(path: &Path) -> MapError {
+    MapError::new(
+        MapErrorKind::Io,
+        format!(
+            "{}: replaced while it was being checked; it is read again at the next change",
+            path.display()
+        ),
+    )
 }
 
 #[cfg(test)]
@@ -328,5 +413,101 @@ mod tests {
             read_map(&d.join("m.json"), &opts()).unwrap_err().kind,
             MapErrorKind::Unsafe
         );
+    }
+
+    #[test]
+    fn only_our_uid_or_root_may_own_the_map() {
+        assert!(owner_ok(euid()));
+        assert!(owner_ok(0));
+        assert!(!owner_ok(euid().wrapping_add(1).max(1)));
+    }
+
+    /// Root owns everything these tests create, so give a file away to nobody.
+    fn give_to_nobody(path: &Path) -> bool {
+        let c = CString::new(path.as_os_str().as_bytes()).unwrap();
+        // SAFETY: valid NUL-terminated path.
+        unsafe { libc::lchown(c.as_ptr(), 65534, 65534) == 0 }
+    }
+
+    #[test]
+    fn a_map_owned_by_another_uid_is_refused_naming_the_owner() {
+        let d = tmpdir("owner");
+        let p = d.join("m.json");
+        write(&p, 0o600, "{}");
+        if euid() != 0 {
+            // Only root can give a file away; the rule itself is covered above.
+            assert!(!give_to_nobody(&p));
+            return;
+        }
+        assert!(give_to_nobody(&p));
+        let e = read_map(&p, &opts()).unwrap_err();
+        assert_eq!(e.kind, MapErrorKind::Unsafe);
+        assert!(e.message.contains("is owned by uid 65534"), "{e}");
+    }
+
+    #[test]
+    fn a_directory_owned_by_another_uid_is_refused() {
+        let d = tmpdir("dirowner");
+        let p = d.join("m.json");
+        write(&p, 0o600, "{}");
+        if euid() != 0 {
+            assert!(!give_to_nobody(&d));
+            return;
+        }
+        assert!(give_to_nobody(&d));
+        let e = read_map(&p, &opts()).unwrap_err();
+        assert!(e.message.contains("directory is owned by uid 65534"), "{e}");
+    }
+
+    #[test]
+    fn a_missing_directory_says_how_to_create_it() {
+        let d = tmpdir("nodir");
+        let e = read_map(&d.join("sub").join("m.json"), &opts()).unwrap_err();
+        assert_eq!(e.kind, MapErrorKind::NotFound);
+        assert!(e.message.contains("mkdir -m 700"), "{e}");
+    }
+
+    #[test]
+    fn a_directory_replaced_by_a_symlink_is_checked_at_its_target() {
+        let d = tmpdir("dirlink");
+        let good = d.join("good");
+        let open_dir = d.join("open");
+        for (dir, mode) in [(&good, 0o700), (&open_dir, 0o777)] {
+            fs::create_dir(dir).unwrap();
+            write(&dir.join("m.json"), 0o600, "{}");
+            fs::set_permissions(dir, fs::Permissions::from_mode(mode)).unwrap();
+        }
+        let link = d.join("maps");
+        std::os::unix::fs::symlink(&good, &link).unwrap();
+        assert!(read_map(&link.join("m.json"), &opts()).is_ok());
+        fs::remove_file(&link).unwrap();
+        std::os::unix::fs::symlink(&open_dir, &link).unwrap();
+        let e = read_map(&link.join("m.json"), &opts()).unwrap_err();
+        assert!(
+            e.message
+                .contains("directory is writable by group or others"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_symlink_into_an_open_directory_is_refused() {
+        let d = tmpdir("linkout");
+        let open_dir = d.join("open");
+        fs::create_dir(&open_dir).unwrap();
+        write(&open_dir.join("real.json"), 0o600, "{}");
+        fs::set_permissions(&open_dir, fs::Permissions::from_mode(0o1777)).unwrap();
+        std::os::unix::fs::symlink(open_dir.join("real.json"), d.join("m.json")).unwrap();
+        let e = read_map(&d.join("m.json"), &opts()).unwrap_err();
+        assert_eq!(e.kind, MapErrorKind::Unsafe);
+        assert!(e.message.contains("chmod go-w"), "{e}");
+    }
+
+    #[test]
+    fn a_path_without_a_file_name_is_refused() {
+        assert!(read_map(Path::new("/"), &opts())
+            .unwrap_err()
+            .message
+            .contains("not a file path"));
     }
 }
