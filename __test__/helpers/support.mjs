@@ -2,6 +2,14 @@
 // the leak guard. Every suite imports this module; the guard then checks, at
 // the end of that suite, everything the layer emitted against every token
 // the suite created.
+//
+// What the guard sees, without a suite having to ask: every log line of a
+// captureLogger, every block reason, approval and stats() of any
+// IdentityLayer (the prototype is wiretapped below), and everything the test
+// process writes to stdout and stderr (the default logger, console.*).
+// Suites add the rest with recordEmitted (CLI output, worker messages, thrown
+// error messages). Tokens are those of randomToken/guardTokens plus every
+// 64-hex value written through writeMap/writeMapAtomic.
 import { after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
@@ -9,19 +17,33 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
+import { IdentityLayer } from '../../index.js';
+
 const tokens = new Set();
 const emitted = [];
+let haystack; // every token, lowercased, one per line; rebuilt when tokens change
 
 /** A fresh random 64-hex token, registered with the leak guard. */
 export function randomToken() {
   const t = crypto.randomBytes(32).toString('hex');
-  tokens.add(t);
+  guardTokens(t);
   return t;
 }
 
 /** Registers tokens made elsewhere (for example by a fixture) with the leak guard. */
 export function guardTokens(...list) {
-  for (const t of list.flat()) tokens.add(t);
+  for (const t of list.flat()) {
+    if (!tokens.has(t)) {
+      tokens.add(t);
+      haystack = undefined;
+    }
+  }
+}
+
+/** Registers every 64-hex run of a map's content: whatever a test writes as a map is guarded. */
+function guardContent(content) {
+  const text = Buffer.isBuffer(content) ? content.toString('latin1') : String(content);
+  guardTokens(text.match(/(?<![0-9a-fA-F])[0-9a-fA-F]{64}(?![0-9a-fA-F])/g) ?? []);
 }
 
 /** Hands text the layer emitted (a log line, a block reason, stats, CLI output) to the leak guard. */
@@ -34,21 +56,61 @@ export function fingerprint(token) {
   return crypto.createHash('sha256').update(token).digest('hex').slice(0, 12);
 }
 
-/** Every 16-character run of every token: what the leak guard looks for. */
-function needles() {
-  const out = new Set();
-  for (const t of tokens) for (let i = 0; i + 16 <= t.length; i++) out.add(t.slice(i, i + 16));
-  return out;
-}
-
-/** Throws if `text` holds any registered token or any 16-character run of one. */
+/**
+ * Throws if `text` holds any registered token or any 16-character run of one,
+ * in either case. Only runs of 16+ hex digits can hold one, so only those are
+ * looked up (which keeps the guard fast with tens of thousands of tokens).
+ */
 export function assertNoTokenIn(text, label = 'output') {
-  const s = typeof text === 'string' ? text : JSON.stringify(text);
-  for (const n of needles()) {
-    if (s.includes(n)) {
-      assert.fail(`leak guard: ${label} holds 16 characters of a token (sha256:${[...tokens].map(fingerprint).find((f, i) => [...tokens][i].includes(n))})`);
+  const s = (typeof text === 'string' ? text : JSON.stringify(text) ?? '').toLowerCase();
+  const runs = s.match(/[0-9a-f]{16,}/g);
+  if (runs === null) return;
+  haystack ??= [...tokens].join('\n').toLowerCase();
+  for (const run of runs) {
+    for (let i = 0; i + 16 <= run.length; i++) {
+      const needle = run.slice(i, i + 16);
+      if (haystack.includes(needle)) {
+        const owner = [...tokens].find((t) => t.toLowerCase().includes(needle));
+        assert.fail(`leak guard: ${label} holds 16 characters of a token (sha256:${fingerprint(owner)})`);
+      }
     }
   }
+}
+
+/**
+ * Compares two tokens; a failure shows fingerprints, never the tokens (an
+ * assert.equal diff would print both).
+ */
+export function assertSameToken(actual, expected, what = 'token') {
+  if (actual === expected) return;
+  const show = (t) => (typeof t === 'string' ? `sha256:${fingerprint(t)} (${t.length} chars)` : String(t));
+  assert.fail(`${what}: got ${show(actual)}, expected ${show(expected)}`);
+}
+
+// The wiretap: whatever an IdentityLayer says besides the token itself.
+for (const [method, pick] of [
+  ['stats', (r) => r],
+  ['beforeToolCall', (r) => (r === undefined ? undefined : { blockReason: r.blockReason, requireApproval: r.requireApproval })],
+]) {
+  const original = IdentityLayer.prototype[method];
+  IdentityLayer.prototype[method] = function (...args) {
+    const result = original.apply(this, args);
+    const said = pick(result);
+    if (said !== undefined && (method === 'stats' || said.blockReason !== undefined || said.requireApproval !== undefined)) {
+      recordEmitted(`IdentityLayer.${method}`, said);
+    }
+    return result;
+  };
+}
+
+// Everything this process prints.
+for (const stream of [process.stdout, process.stderr]) {
+  const write = stream.write;
+  const label = stream === process.stdout ? 'stdout' : 'stderr';
+  stream.write = function (chunk, ...rest) {
+    recordEmitted(label, typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('latin1'));
+    return write.call(this, chunk, ...rest);
+  };
 }
 
 after(() => {
@@ -80,7 +142,9 @@ export function tempDir(prefix = 'claw-identity-test-') {
 
 /** Writes a map in place (not atomically), mode 0600 unless told otherwise. */
 export function writeMap(file, map, mode = 0o600) {
-  fs.writeFileSync(file, typeof map === 'string' || Buffer.isBuffer(map) ? map : JSON.stringify(map));
+  const content = typeof map === 'string' || Buffer.isBuffer(map) ? map : JSON.stringify(map);
+  guardContent(content);
+  fs.writeFileSync(file, content);
   fs.chmodSync(file, mode);
 }
 
