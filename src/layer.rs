@@ -271,7 +271,11 @@ impl Shared {
         }
         let parsed = match token_map::parse(&file.bytes) {
             Ok(p) => p,
-            Err(e) => return self.fail(&mut st, e),
+            // The parser does not know the path; every refusal line names it.
+            Err(e) => {
+                let path = self.engine.options().token_map_path.display();
+                return self.fail(&mut st, MapError::new(e.kind, format!("{path}: {e}")));
+            }
         };
         for w in file.warnings.iter().chain(parsed.skipped.iter()) {
             self.log.warn(format_args!(

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use notify::event::ModifyKind;
 use notify::{EventKind, PollWatcher, RecursiveMode};
 
 use crate::options::WatchMode;
@@ -217,7 +218,13 @@ impl Loop {
         let mut moved = false;
         for p in &ev.paths {
             if p == &self.dir {
-                moved = true;
+                // A chmod or chown of the directory itself can make a refused
+                // map loadable (the gate checks the directory too): re-read.
+                if matches!(ev.kind, EventKind::Modify(ModifyKind::Metadata(_))) {
+                    changed = true;
+                } else {
+                    moved = true;
+                }
             } else if let Some(name) = p.file_name() {
                 // `..data` and its siblings are Kubernetes' atomic-writer links.
                 if name == self.name.as_os_str() || name.as_encoded_bytes().starts_with(b"..") {
@@ -380,6 +387,13 @@ mod tests {
         let l = watching("/d");
         let remove = EventKind::Remove(RemoveKind::Folder);
         assert_eq!(l.classify(&ev(remove, &["/d"])), (false, true));
+    }
+
+    #[test]
+    fn a_chmod_of_the_directory_itself_is_a_change() {
+        let l = watching("/d");
+        let attrib = EventKind::Modify(ModifyKind::Metadata(notify::event::MetadataKind::Any));
+        assert_eq!(l.classify(&ev(attrib, &["/d"])), (true, false));
     }
 
     #[test]
