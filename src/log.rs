@@ -109,6 +109,26 @@ impl Log {
             .map_or(0, |s| s.dropped.load(Ordering::Relaxed))
     }
 
+    /// A line of the hot path (the per-call line), formatted once straight
+    /// into this layer's sink. It skips tracing's machinery (the event, the
+    /// field visitor's second formatting pass, the sink lookup), which cost
+    /// about a third of an owned call with info logging on (measured, see
+    /// BENCHMARKS.md). Same gating and the same text as `info`/`warn`.
+    pub fn line(&self, level: Level, msg: std::fmt::Arguments<'_>) {
+        let Some(sink) = self.sink.as_ref() else {
+            return;
+        };
+        if level == Level::Info && !self.info {
+            return;
+        }
+        let mut line = String::with_capacity(128);
+        line.push_str(PREFIX);
+        let _ = line.write_fmt(msg);
+        if !(sink.write)(level, line) {
+            sink.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     pub fn info(&self, msg: std::fmt::Arguments<'_>) {
         if self.info {
             tracing::info!(target: "claw_identity", sink = self.id, "{}", msg);
@@ -184,8 +204,10 @@ pub(crate) mod tests {
     use super::*;
     use parking_lot::Mutex;
 
+    pub type Lines = Arc<Mutex<Vec<(Level, String)>>>;
+
     /// A log that collects its lines, for tests.
-    pub fn collecting() -> (Log, Arc<Mutex<Vec<(Level, String)>>>) {
+    pub fn collecting() -> (Log, Lines) {
         let lines = Arc::new(Mutex::new(Vec::new()));
         let l = lines.clone();
         (
@@ -213,6 +235,38 @@ pub(crate) mod tests {
         assert_eq!(
             b_lines.lock().as_slice(),
             &[(Level::Info, "[claw-identity] other".to_owned())]
+        );
+    }
+
+    #[test]
+    fn a_hot_path_line_matches_what_info_and_warn_write() {
+        let (log, lines) = collecting();
+        log.line(Level::Info, format_args!("tool={}", 1));
+        log.info(format_args!("tool={}", 1));
+        log.line(Level::Warn, format_args!("w"));
+        log.warn(format_args!("w"));
+        let l = lines.lock();
+        assert_eq!(l[0], l[1]);
+        assert_eq!(l[2], l[3]);
+        assert_eq!(l[0], (Level::Info, "[claw-identity] tool=1".to_owned()));
+    }
+
+    #[test]
+    fn a_hot_path_info_line_is_skipped_when_info_is_off() {
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let l = lines.clone();
+        let log = Log::new(
+            Some(Box::new(move |lvl, s| {
+                l.lock().push((lvl, s));
+                true
+            })),
+            false,
+        );
+        log.line(Level::Info, format_args!("per call"));
+        log.line(Level::Warn, format_args!("missing"));
+        assert_eq!(
+            lines.lock().as_slice(),
+            &[(Level::Warn, "[claw-identity] missing".to_owned())]
         );
     }
 

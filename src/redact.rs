@@ -1,6 +1,8 @@
 //! Everything the layer prints goes through here first: a token, or anything
 //! that could be one, must never reach a log line, an error or a block reason.
 
+use std::fmt::{self, Write as _};
+
 use sha2::{Digest, Sha256};
 
 /// Number of hex digits in a fingerprint. The token-minting service stores the
@@ -26,23 +28,37 @@ pub fn fingerprint(secret: &str) -> String {
 /// escaped, length is bounded, and a value holding a long hex run, which may
 /// be a token pasted in the wrong place, is shown only by its fingerprint.
 pub fn shown(value: &str) -> String {
-    if has_hex_run(value, SUSPICIOUS_HEX_RUN) {
-        return format!("<redacted sha256:{}>", fingerprint(value));
-    }
-    const MAX_CHARS: usize = 96;
-    let mut out = String::with_capacity(value.len().min(MAX_CHARS + 3));
-    for (i, c) in value.chars().enumerate() {
-        if i == MAX_CHARS {
-            out.push('…');
-            break;
+    Shown(value).to_string()
+}
+
+/// [`shown`] as a `Display`, for formatting without an allocation of its
+/// own (the per-call log line uses it).
+#[derive(Clone, Copy)]
+pub struct Shown<'a>(pub &'a str);
+
+impl fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const MAX_CHARS: usize = 96;
+        let value = self.0;
+        if has_hex_run(value, SUSPICIOUS_HEX_RUN) {
+            return write!(f, "<redacted sha256:{}>", fingerprint(value));
         }
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
+        // The common case: short printable ASCII is shown as it is.
+        if value.len() <= MAX_CHARS && value.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+            return f.write_str(value);
         }
+        for (i, c) in value.chars().enumerate() {
+            if i == MAX_CHARS {
+                return f.write_char('…');
+            }
+            if c.is_control() {
+                write!(f, "{}", c.escape_default())?;
+            } else {
+                f.write_char(c)?;
+            }
+        }
+        Ok(())
     }
-    out
 }
 
 /// Replaces every run of [`SUSPICIOUS_HEX_RUN`] or more hex digits in `text`
@@ -121,6 +137,17 @@ mod tests {
     fn shown_escapes_control_characters_and_bounds_length() {
         assert_eq!(shown("a\nb"), "a\\nb");
         assert_eq!(shown(&"x".repeat(500)).chars().count(), 97);
+    }
+
+    #[test]
+    fn shown_fast_path_for_printable_ascii_keeps_the_same_rules() {
+        let max = "x".repeat(96);
+        assert_eq!(shown(&max), max);
+        assert_eq!(shown(&"x".repeat(97)), format!("{max}…"));
+        assert_eq!(shown("a\u{7f}b"), "a\\u{7f}b");
+        assert_eq!(shown("agent é"), "agent é");
+        assert_eq!(Shown("paco--francis").to_string(), "paco--francis");
+        assert!(Shown(TOKEN).to_string().starts_with("<redacted sha256:"));
     }
 
     #[test]
