@@ -1,0 +1,146 @@
+// Per-call cost: (a) the plain-JS design, (b) an empty N-API call, (c) this
+// project's beforeToolCall, interleaved in one process.
+import { createRequire } from 'node:module';
+import path from 'node:path';
+
+import { IdentityLayer, noop } from '../index.js';
+import plugin from '../index.js';
+import { plainHook } from './baseline.mjs';
+import { interleave, median, pairedRatio, randomToken, tempDir, writeMapAtomic } from './harness.mjs';
+
+const native = createRequire(import.meta.url)('../claw-identity.linux-x64-gnu.node');
+
+const AGENT = 'paco--francis';
+
+/** OpenClaw's hook ctx for an MCP tool call (no `requester`). */
+const ctxFor = (toolName) => ({
+  agentId: AGENT,
+  sessionKey: `agent:${AGENT}:main`,
+  sessionId: '6f1c2a4e-8d0b-4c1e-9a7f-2b3c4d5e6f70',
+  runId: '0b9e8c7d-6a5f-4e3d-8c2b-1a0f9e8d7c6b',
+  toolName,
+  toolCallId: 'call_01',
+});
+
+const event = (toolName, params) => ({ toolName, params, runId: ctxFor(toolName).runId, toolCallId: 'call_01' });
+
+/** Owned tool, about five fields, including the token the model made up. */
+const small = () =>
+  event('claw-os__claw_notes', { action: 'search', query: 'groceries', limit: 20, tags: ['home'], auth_token: 'made-up-by-the-model' });
+/** Owned tool with about 10 KB of params (a note body). */
+const large = () =>
+  event('claw-os__claw_notes', { action: 'create', title: 'Meeting notes', body: 'lorem ipsum '.repeat(854), tags: ['work', 'q3'], auth_token: 'made-up-by-the-model' });
+const unowned = () => event('exec', { command: 'ls -la', workdir: '/tmp' });
+const send = () => event('sessions_send', { sessionKey: 'agent:paco--dali:main', message: 'Can you check the calendar?', timeoutSeconds: 30 });
+
+/** A logger as OpenClaw passes one (`api.logger`), that only counts lines. */
+function countingLogger() {
+  const counts = { info: 0, warn: 0, error: 0 };
+  return { counts, logger: { info: () => counts.info++, warn: () => counts.warn++, error: () => counts.error++ } };
+}
+
+/** The plugin as OpenClaw loads it: the trusted policy, then the safety-net hook on the policy's result. */
+function pluginPair(tokenMapPath, logger) {
+  let policy;
+  let hook;
+  plugin.register({
+    pluginConfig: { tokenMapPath },
+    logger,
+    registrationMode: 'full',
+    registerTrustedToolPolicy: (p) => (policy = p),
+    on: (name, h) => (hook = h),
+  });
+  return (ev, ctx) => {
+    const r = policy.evaluate(ev, ctx);
+    const next = r?.params === undefined ? ev : { ...ev, params: r.params };
+    return hook(next, ctx) ?? r;
+  };
+}
+
+export async function perCall({ samples, calls, clock = 'wall' }) {
+  const tmp = tempDir();
+  try {
+    const file = path.join(tmp.dir, 'agent-tokens.json');
+    const map = {};
+    for (let i = 0; i < 9; i++) map[`agent-${i}`] = randomToken();
+    map[AGENT] = randomToken();
+    writeMapAtomic(file, map);
+
+    const plain = plainHook(file);
+    const quiet = new IdentityLayer({ tokenMapPath: file });
+    const info = countingLogger();
+    const logged = new IdentityLayer({ tokenMapPath: file, logger: info.logger });
+    const pluginLog = countingLogger();
+    const both = pluginPair(file, pluginLog.logger);
+    // The token alone, as the plain-JS design does it (no conversation id), when the rule can be switched off.
+    let tokenOnly;
+    try {
+      tokenOnly = new IdentityLayer({ tokenMapPath: file, rules: { conversationId: { enabled: false } } });
+    } catch {
+      tokenOnly = undefined;
+    }
+
+    // Does a rule read sessions_send (the cross-user guard)? Then it is forwarded to the engine.
+    const probe = new native.NativeLayer(JSON.stringify({ tokenMapPath: file }), undefined, false);
+    const guardsSend = probe.interest().tools.includes('sessions_send');
+    probe.close();
+
+    const ev = { small: small(), large: large(), unowned: unowned(), send: send() };
+    const cx = { owned: ctxFor('claw-os__claw_notes'), unowned: ctxFor('exec'), send: ctxFor('sessions_send') };
+
+    // Every measured path must do the real work: check the rewrite before timing it.
+    const hooks = [['plain', plain], ['layer', (e, c) => quiet.beforeToolCall(e, c)], ['logged', (e, c) => logged.beforeToolCall(e, c)], ['plugin', both]];
+    if (tokenOnly) hooks.push(['token only', (e, c) => tokenOnly.beforeToolCall(e, c)]);
+    for (const [name, hook] of hooks) {
+      for (const e of [ev.small, ev.large]) {
+        const r = hook(e, cx.owned);
+        if (r?.params?.auth_token !== map[AGENT] || r.params.action !== e.params.action) {
+          throw new Error(`bench: ${name} did not rewrite the token`);
+        }
+      }
+      if (hook(ev.unowned, cx.unowned) !== undefined) throw new Error(`bench: ${name} touched an unowned tool`);
+    }
+
+    // `vs`: the plain-JS variant doing the same job, for the c/a ratio.
+    const variants = [
+      { id: 'a.small', run: () => plain(ev.small, cx.owned) },
+      { id: 'a.large', run: () => plain(ev.large, cx.owned) },
+      { id: 'a.unowned', run: () => plain(ev.unowned, cx.unowned) },
+      { id: 'b.noop', run: () => noop() },
+      { id: 'c.small', vs: 'a.small', run: () => quiet.beforeToolCall(ev.small, cx.owned) },
+      { id: 'c.large', vs: 'a.large', run: () => quiet.beforeToolCall(ev.large, cx.owned) },
+      { id: 'c.unowned', vs: 'a.unowned', run: () => quiet.beforeToolCall(ev.unowned, cx.unowned) },
+      { id: 'c.small+log', vs: 'a.small', run: () => logged.beforeToolCall(ev.small, cx.owned) },
+      { id: 'c.large+log', vs: 'a.large', run: () => logged.beforeToolCall(ev.large, cx.owned) },
+      { id: 'c.plugin+log', vs: 'a.small', run: () => both(ev.small, cx.owned) },
+    ];
+    if (tokenOnly) variants.push({ id: 'c.small.token', vs: 'a.small', run: () => tokenOnly.beforeToolCall(ev.small, cx.owned) });
+    if (guardsSend) {
+      variants.push({ id: 'c.send', run: () => quiet.beforeToolCall(ev.send, cx.send) });
+      variants.push({ id: 'c.send+log', run: () => logged.beforeToolCall(ev.send, cx.send) });
+    }
+    const rounds = await interleave(variants, { samples, calls, clock });
+
+    const ns = Object.fromEntries(variants.map((v) => [v.id, median(rounds.map((r) => r[v.id]))]));
+    const rows = variants.map(({ id, vs }) => ({
+      id,
+      ns: ns[id],
+      vsPlain: vs ? pairedRatio(rounds, id, vs) : null,
+      vsNoop: id === 'b.noop' ? null : pairedRatio(rounds, id, 'b.noop'),
+    }));
+    const quietStats = quiet.stats();
+    const loggedStats = logged.stats();
+    quiet.close();
+    logged.close();
+    tokenOnly?.close();
+    return {
+      rows,
+      rounds,
+      guardsSend,
+      logLines: { delivered: info.counts.info, dropped: loggedStats.logDropped },
+      counters: { injected: quietStats.injected + loggedStats.injected },
+    };
+  } finally {
+    tmp.cleanup();
+  }
+}
