@@ -132,9 +132,9 @@ export function captureLogger() {
   };
 }
 
-/** A private (0700) temporary directory, removed after the suite. */
-export function tempDir(prefix = 'claw-identity-test-') {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+/** A private (0700) temporary directory (under `parent`, the system's by default), removed after the suite. */
+export function tempDir(prefix = 'claw-identity-test-', parent = os.tmpdir()) {
+  const dir = fs.mkdtempSync(path.join(parent, prefix));
   fs.chmodSync(dir, 0o700);
   after(() => fs.rmSync(dir, { recursive: true, force: true }));
   return dir;

@@ -130,7 +130,7 @@ fn c_name(path: &Path) -> Result<CString, MapError> {
 }
 
 /// (device, inode) of the entry `name` in `dir`, without following a symlink.
-fn entry_id(dir: &File, name: &CStr) -> Option<(u64, u64, bool)> {
+fn entry_id(dir: &File, name: &CStr) -> Option<(u64, u64)> {
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
     // SAFETY: valid descriptor, NUL-terminated name, and a buffer the size of `stat`.
     let rc = unsafe {
@@ -146,36 +146,71 @@ fn entry_id(dir: &File, name: &CStr) -> Option<(u64, u64, bool)> {
     }
     // SAFETY: fstatat succeeded, so it filled the buffer.
     let st = unsafe { st.assume_init() };
-    let is_link = st.st_mode & libc::S_IFMT == libc::S_IFLNK;
-    Some((st.st_dev, st.st_ino, is_link))
+    Some((st.st_dev, st.st_ino))
 }
 
 /// Opens `name` inside the already-checked directory `dir`. Opening relative
 /// to the directory's descriptor, not by path, means the file comes from the
 /// directory that was checked even if the path is swapped meanwhile.
-fn open_in(dir: &File, name: &CStr, path: &Path) -> Result<File, MapError> {
+fn open_in(dir: &File, name: &CStr, extra_flags: libc::c_int) -> std::io::Result<File> {
     // O_NONBLOCK: opening a FIFO planted at the path must not hang the watcher;
     // it is then refused as not a regular file.
+    let flags = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY | extra_flags;
     // SAFETY: valid descriptor and NUL-terminated name; the result is checked.
-    let fd = unsafe {
-        libc::openat(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY,
-        )
-    };
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), flags) };
     if fd < 0 {
-        return Err(io_error(path, "opening", &std::io::Error::last_os_error()));
+        return Err(std::io::Error::last_os_error());
     }
     // SAFETY: `fd` is a fresh descriptor that nothing else owns.
     Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// A symlink chain moved between opening the map and checking where it led.
+struct Swapped;
+
+/// Opens the map: directly inside the checked directory, or, when the name
+/// is a symlink (a Kubernetes secret volume), through the chain, after
+/// checking the directory that holds the file it leads to.
+fn open_map(path: &Path, dir: &File, name: &CStr) -> Result<Result<File, Swapped>, MapError> {
+    let opening = |e: std::io::Error| io_error(path, "opening", &e);
+    match open_in(dir, name, libc::O_NOFOLLOW) {
+        Ok(file) => return Ok(Ok(file)),
+        Err(e) if e.raw_os_error() != Some(libc::ELOOP) => return Err(opening(e)),
+        Err(_) => {}
+    }
+    let file = open_in(dir, name, 0).map_err(opening)?;
+    let meta = file.metadata().map_err(|e| io_error(path, "fstat", &e))?;
+    let real =
+        std::fs::canonicalize(path).map_err(|e| io_error(path, "resolving the symlink", &e))?;
+    let real_dir = open_checked_dir(&parent_of(&real))?;
+    // The checked directory must still hold the very file we opened.
+    if entry_id(&real_dir, &c_name(&real)?) != Some((meta.dev(), meta.ino())) {
+        return Ok(Err(Swapped));
+    }
+    Ok(Ok(file))
 }
 
 /// Opens, checks and reads the map at `path`.
 pub fn read_map(path: &Path, opts: &GateOptions) -> Result<MapFile, MapError> {
     let name = c_name(path)?;
     let dir = open_checked_dir(&parent_of(path))?;
-    let mut file = open_in(&dir, &name, path)?;
+    // A symlink swap racing the check is retried: the swap is legitimate.
+    let mut file = None;
+    for _ in 0..8 {
+        if let Ok(f) = open_map(path, &dir, &name)? {
+            file = Some(f);
+            break;
+        }
+    }
+    let mut file = file.ok_or_else(|| {
+        MapError::new(
+            MapErrorKind::Io,
+            format!(
+                "{}: its symlink chain kept changing while it was checked; it is read again at the next change",
+                path.display()
+            ),
+        )
+    })?;
     let meta = file.metadata().map_err(|e| io_error(path, "fstat", &e))?;
 
     if !meta.file_type().is_file() {
@@ -184,23 +219,6 @@ pub fn read_map(path: &Path, opts: &GateOptions) -> Result<MapFile, MapError> {
             "is not a regular file".into(),
             "replace it with a regular file, or a symlink to one".into(),
         ));
-    }
-    let opened = (meta.dev(), meta.ino());
-    match entry_id(&dir, &name) {
-        // The file sits in the directory we checked.
-        Some((dev, ino, false)) if (dev, ino) == opened => {}
-        // A symlink chain (Kubernetes secret volumes) ends in another
-        // directory: check the directory that holds the file we opened, and
-        // that it still holds that very file (else the chain moved meanwhile).
-        Some((_, _, true)) => {
-            let real = std::fs::canonicalize(path)
-                .map_err(|e| io_error(path, "resolving the symlink", &e))?;
-            let real_dir = open_checked_dir(&parent_of(&real))?;
-            if entry_id(&real_dir, &c_name(&real)?).map(|(d, i, _)| (d, i)) != Some(opened) {
-                return Err(swapped(path));
-            }
-        }
-        _ => return Err(swapped(path)),
     }
     if !owner_ok(meta.uid()) {
         return Err(unsafe_file(
@@ -262,18 +280,6 @@ pub fn read_map(path: &Path, opts: &GateOptions) -> Result<MapFile, MapError> {
         return Err(too_large());
     }
     Ok(MapFile { bytes, warnings })
-}
-
-/// The path changed between opening and checking: a writer's swap raced the
-/// read. The swap's own events bring another reload.
-fn swapped(path: &Path) -> MapError {
-    MapError::new(
-        MapErrorKind::Io,
-        format!(
-            "{}: replaced while it was being checked; it is read again at the next change",
-            path.display()
-        ),
-    )
 }
 
 #[cfg(test)]
@@ -509,5 +515,33 @@ mod tests {
             .unwrap_err()
             .message
             .contains("not a file path"));
+    }
+
+    #[test]
+    fn a_map_renamed_over_while_being_read_is_never_refused_nor_torn() {
+        let d = tmpdir("swap");
+        let p = d.join("m.json");
+        let versions = ["{\"v\": 1}", "{\"v\": 22}"];
+        write(&p, 0o600, versions[0]);
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let writer = {
+            let (d, p, stop) = (d.clone(), p.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut i = 0usize;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let tmp = d.join("m.json.tmp");
+                    write(&tmp, 0o600, versions[i % 2]);
+                    fs::rename(&tmp, &p).unwrap();
+                    i += 1;
+                }
+                i
+            })
+        };
+        for _ in 0..3000 {
+            let f = read_map(&p, &opts()).expect("a rename-over is never refused");
+            assert!(versions.iter().any(|v| v.as_bytes() == f.bytes.as_slice()));
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(writer.join().unwrap() > 0);
     }
 }
