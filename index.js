@@ -269,6 +269,66 @@ export function stats() {
   return shared?.stats();
 }
 
+// ---- operator tools: writeTokenMap, and the reports behind bin/claw-identity.js ----
+
+/** The map path the plugin would read: `map` (or the config's tokenMapPath, or the default), `~` expanded. */
+export function resolveTokenMapPath({ map, config } = {}) {
+  return native.opsMapPath(map, config);
+}
+
+const NOT_JSON = new Set(['undefined', 'function', 'symbol', 'bigint']);
+
+function tokenMapBytes(map) {
+  if (typeof map === 'string') return Buffer.from(map, 'utf8');
+  if (ArrayBuffer.isView(map)) return Buffer.from(map.buffer, map.byteOffset, map.byteLength);
+  if (map instanceof Map) map = Object.fromEntries(map);
+  if (map === null || typeof map !== 'object' || Array.isArray(map)) {
+    throw new TypeError('claw-identity: writeTokenMap(path, map): map must be an object of agent id to token, a Map, or JSON text');
+  }
+  // JSON.stringify would drop an entry whose value it cannot encode; make it
+  // null instead, so validation refuses that agent by name.
+  return Buffer.from(JSON.stringify(map, (key, value) => (key !== '' && NOT_JSON.has(typeof value) ? null : value)));
+}
+
+function writeArgs(path, map) {
+  if (typeof path !== 'string' || path === '') {
+    throw new TypeError('claw-identity: writeTokenMap(path, map): path must be a non-empty string');
+  }
+  return [native.opsMapPath(path, undefined), tokenMapBytes(map)];
+}
+
+/**
+ * Validates a token map and writes it atomically (0600 temp file, fsync,
+ * rename, fsync of the directory); skips the write when the file already
+ * holds exactly this map. Resolves to `{ path, agents, changed }`.
+ */
+export function writeTokenMap(path, map) {
+  try {
+    return native.opsWriteMap(...writeArgs(path, map));
+  } catch (err) {
+    return Promise.reject(err);
+  }
+}
+
+/** `writeTokenMap`, blocking the calling thread. */
+export function writeTokenMapSync(path, map) {
+  return native.opsWriteMapSync(...writeArgs(path, map));
+}
+
+/** `claw-identity doctor` as data: `{ ok, text, report }`. */
+export function doctor({ map, config } = {}) {
+  const r = native.opsDoctor(map, config);
+  return { ok: r.ok, text: r.text, report: JSON.parse(r.json) };
+}
+
+/** `claw-identity explain` as data: `{ ok, text, report }`. */
+export function explain({ agent, tool, params, sessionKey, map, config } = {}) {
+  if (typeof tool !== 'string') throw new TypeError('claw-identity: explain(): tool must be a string');
+  const paramsJson = params === undefined ? undefined : JSON.stringify(params);
+  const r = native.opsExplain({ map, config, agent, tool, sessionKey, paramsJson });
+  return { ok: r.ok, text: r.text, report: JSON.parse(r.json) };
+}
+
 export default {
   id: PLUGIN_ID,
   name: 'claw-identity',
