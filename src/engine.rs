@@ -6,7 +6,13 @@ use serde_json::Value;
 
 use crate::options::{OnMissingToken, Options};
 use crate::redact::shown;
+use crate::rules::agent_ids::{normalize_agent_id, session_key_agent};
 use crate::rules::auth_token::{self, Missing};
+use crate::rules::conversation_id::{self, Lineage, Origin};
+use crate::rules::cross_user_send::{self as cross_user, Access, Reach};
+use crate::rules::delegation_session;
+use crate::rules::spawn_redirect;
+use crate::rules::workboard_scope;
 use crate::rules::{ToolCall, Verdict};
 use crate::token_map::{Token, TokenMap};
 
@@ -19,6 +25,23 @@ pub enum TokenStatus<'m> {
     Missing(Missing),
 }
 
+/// A session the JS side must act on: OpenClaw's session store is reachable
+/// only from there (`api.runtime.agent.session`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRef {
+    pub agent_id: String,
+    pub session_key: String,
+}
+
+/// Create `session` if it does not exist before the call runs (OpenClaw
+/// refuses a send to a non-main key that doesn't exist); if that fails,
+/// block the call with `failure_reason`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnsureSession {
+    pub session: SessionRef,
+    pub failure_reason: String,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decision<'m> {
     pub verdict: Verdict,
@@ -26,6 +49,48 @@ pub struct Decision<'m> {
     /// that contributed to it); `None` for a pass nobody had an opinion on.
     pub rule: Option<&'static str>,
     pub token: TokenStatus<'m>,
+    /// With `RequireApproval`: the params the call runs with once approved
+    /// (an approved cross-user send still goes to its dedicated session).
+    pub approval_patch: Vec<(String, Value)>,
+    pub ensure_session: Option<EnsureSession>,
+    /// Not a decision yet: the spawner of this sub-agent session must be
+    /// looked up (`Engine::note_spawn`) and the call decided again. The
+    /// verdict is then `Pass` and means nothing; don't count or apply it.
+    pub need_lineage: Option<SessionRef>,
+}
+
+impl<'m> Decision<'m> {
+    fn new(verdict: Verdict, rule: Option<&'static str>, token: TokenStatus<'m>) -> Self {
+        Decision {
+            verdict,
+            rule,
+            token,
+            approval_patch: Vec::new(),
+            ensure_session: None,
+            need_lineage: None,
+        }
+    }
+
+    fn pass() -> Self {
+        Decision::new(Verdict::Pass, None, TokenStatus::NotOwned)
+    }
+
+    fn block(rule: &'static str, reason: String) -> Self {
+        Decision::new(Verdict::Block(reason), Some(rule), TokenStatus::NotOwned)
+    }
+
+    fn need_lineage(session_key: String, caller: Option<&str>, token: TokenStatus<'m>) -> Self {
+        let agent_id = session_key_agent(&session_key)
+            .or_else(|| caller.map(str::to_owned))
+            .unwrap_or_default();
+        Decision {
+            need_lineage: Some(SessionRef {
+                agent_id,
+                session_key,
+            }),
+            ..Decision::new(Verdict::Pass, None, token)
+        }
+    }
 }
 
 /// What the JS side must forward to the engine: tool names with these
@@ -44,6 +109,8 @@ pub struct Interest {
 pub struct Engine {
     opts: Options,
     interest: Interest,
+    /// Sub-agent lineage for `conversation-id`, filled on demand.
+    lineage: Lineage,
 }
 
 /// The state of the map at decision time.
@@ -55,12 +122,36 @@ pub struct MapView<'m> {
 
 impl Engine {
     pub fn new(opts: Options) -> Engine {
+        let rules = &opts.rules;
+        let mut tools: Vec<String> = Vec::new();
+        if rules.reads_session_tools() {
+            tools.extend(["sessions_send", "sessions_spawn"].map(String::from));
+        }
+        if rules.workboard_scope.enabled {
+            tools.extend(workboard_scope::BOARD_TOOLS.map(String::from));
+            tools.push(workboard_scope::DECOMPOSE_TOOL.to_owned());
+        }
+        // Owned calls stay on the string path: the token, then the conversation.
+        let mut slots = vec![opts.token_param.clone()];
+        if rules.conversation_id.enabled {
+            slots.push(rules.conversation_id.param.clone());
+        }
         let interest = Interest {
             prefixes: opts.tool_prefixes.clone(),
-            tools: Vec::new(),
-            slots: vec![opts.token_param.clone()],
+            tools,
+            slots,
         };
-        Engine { opts, interest }
+        Engine {
+            opts,
+            interest,
+            lineage: Lineage::default(),
+        }
+    }
+
+    /// Records who spawned a sub-agent session (`None`: nobody recorded),
+    /// as asked for by `Decision::need_lineage`.
+    pub fn note_spawn(&self, child_session_key: &str, spawner_session_key: Option<&str>) {
+        self.lineage.note(child_session_key, spawner_session_key);
     }
 
     pub fn options(&self) -> &Options {
@@ -76,7 +167,26 @@ impl Engine {
         self.interest.tools.iter().any(|t| t == tool)
     }
 
+    /// The rules, in order. Owned tools (`claw-os__*`): `auth-token`, then
+    /// `conversation-id`; they never read params. `sessions_send`:
+    /// `cross-user-send`, then `delegation-session`. `sessions_spawn`:
+    /// `cross-user-send`, then `spawn-redirect`. Workboard tools:
+    /// `workboard-scope`. Deciding again on params a rule already rewrote
+    /// yields the same values (the plugin decides twice per call).
     pub fn decide<'m>(&self, call: &ToolCall<'_>, view: &MapView<'m>) -> Decision<'m> {
+        let rules = &self.opts.rules;
+        match call.tool {
+            "sessions_send" if rules.reads_session_tools() => return self.decide_send(call),
+            "sessions_spawn" if rules.reads_session_tools() => return self.decide_spawn(call),
+            t if rules.workboard_scope.enabled
+                && t.starts_with("workboard_")
+                && workboard_scope::is_workboard_tool(t) =>
+            {
+                return self.decide_workboard(call)
+            }
+            _ => {}
+        }
+
         let mut patch: Vec<(String, Value)> = Vec::new();
         let mut first_rule: Option<&'static str> = None;
 
@@ -99,25 +209,215 @@ impl Engine {
             }
             auth_token::Outcome::Missing(why) => {
                 if self.opts.on_missing_token == OnMissingToken::Block {
-                    return Decision {
-                        verdict: Verdict::Block(self.missing_reason(call, why)),
-                        rule: Some(auth_token::RULE_ID),
-                        token: TokenStatus::Missing(why),
-                    };
+                    return Decision::new(
+                        Verdict::Block(self.missing_reason(call, why)),
+                        Some(auth_token::RULE_ID),
+                        TokenStatus::Missing(why),
+                    );
                 }
                 TokenStatus::Missing(why)
             }
         };
+
+        if token != TokenStatus::NotOwned && rules.conversation_id.enabled {
+            match conversation_id::evaluate(call.session_key, &self.lineage) {
+                Origin::Conversation(c) => {
+                    patch.push((rules.conversation_id.param.clone(), Value::String(c)));
+                    first_rule.get_or_insert(conversation_id::RULE_ID);
+                }
+                Origin::NeedLineage(key) => {
+                    return Decision::need_lineage(key, call.agent_id, token)
+                }
+                Origin::Unknown => {}
+            }
+        }
 
         let verdict = if patch.is_empty() {
             Verdict::Pass
         } else {
             Verdict::Rewrite(patch)
         };
-        Decision {
-            verdict,
-            rule: first_rule,
-            token,
+        Decision::new(verdict, first_rule, token)
+    }
+
+    /// The caller's originating conversation.
+    fn conversation(&self, call: &ToolCall<'_>) -> Origin {
+        conversation_id::evaluate(call.session_key, &self.lineage)
+    }
+
+    fn decide_send<'m>(&self, call: &ToolCall<'_>) -> Decision<'m> {
+        let rules = &self.opts.rules;
+        let guard = rules.cross_user_send.enabled;
+        let target = match cross_user::send_target(call.params) {
+            Ok(t) => t,
+            Err(why) if guard => {
+                return Decision::block(
+                    cross_user::RULE_ID,
+                    cross_user::unresolved_reason(call.tool, why),
+                )
+            }
+            Err(_) => return Decision::pass(),
+        };
+        let Some(caller) = call.agent_id.and_then(normalize_agent_id) else {
+            return if guard {
+                Decision::block(
+                    cross_user::RULE_ID,
+                    cross_user::unknown_caller_reason(call.tool),
+                )
+            } else {
+                Decision::pass()
+            };
+        };
+        let mut ask = false;
+        if guard {
+            for agent in std::iter::once(&target.agent).chain(target.also.as_ref()) {
+                match cross_user::reach(&rules.cross_user_send, &caller, agent) {
+                    Reach::SameUser | Reach::Granted(Access::Allow) => {}
+                    Reach::Granted(Access::Ask) => ask = true,
+                    Reach::Denied => {
+                        return Decision::block(
+                            cross_user::RULE_ID,
+                            cross_user::denied_reason(call.tool, &caller, agent),
+                        )
+                    }
+                }
+            }
+        }
+
+        let mut patch = Vec::new();
+        let mut ensure_session = None;
+        if rules.delegation_session.enabled
+            && target.agent != caller
+            && delegation_session::redirects(call.params)
+        {
+            match self.conversation(call) {
+                Origin::NeedLineage(key) => {
+                    return Decision::need_lineage(key, Some(&caller), TokenStatus::NotOwned)
+                }
+                // No conversation known: the send goes where the model addressed it.
+                Origin::Unknown => {}
+                Origin::Conversation(c) => {
+                    let key = delegation_session::delegation_key(&target.agent, &c);
+                    ensure_session = Some(EnsureSession {
+                        failure_reason: delegation_session::ensure_failed_reason(
+                            &target.agent,
+                            &key,
+                        ),
+                        session: SessionRef {
+                            agent_id: target.agent.clone(),
+                            session_key: key.clone(),
+                        },
+                    });
+                    patch.push(("sessionKey".to_owned(), Value::String(key)));
+                }
+            }
+        }
+
+        let mut d = if ask {
+            let (title, description) = cross_user::approval(call.tool, &caller, &target.agent);
+            let mut d = Decision::new(
+                Verdict::RequireApproval { title, description },
+                Some(cross_user::RULE_ID),
+                TokenStatus::NotOwned,
+            );
+            d.approval_patch = patch;
+            d
+        } else if patch.is_empty() {
+            Decision::pass()
+        } else {
+            Decision::new(
+                Verdict::Rewrite(patch),
+                Some(delegation_session::RULE_ID),
+                TokenStatus::NotOwned,
+            )
+        };
+        d.ensure_session = ensure_session;
+        d
+    }
+
+    fn decide_spawn<'m>(&self, call: &ToolCall<'_>) -> Decision<'m> {
+        let rules = &self.opts.rules;
+        let guard = rules.cross_user_send.enabled;
+        let target = match cross_user::spawn_target(call.params) {
+            Ok(None) => return Decision::pass(), // the caller's own worker
+            Ok(Some(t)) => t,
+            Err(why) if guard => {
+                return Decision::block(
+                    cross_user::RULE_ID,
+                    cross_user::unresolved_reason(call.tool, why),
+                )
+            }
+            Err(_) => return Decision::pass(),
+        };
+        let Some(caller) = call.agent_id.and_then(normalize_agent_id) else {
+            return if guard {
+                Decision::block(
+                    cross_user::RULE_ID,
+                    cross_user::unknown_caller_reason(call.tool),
+                )
+            } else {
+                Decision::pass()
+            };
+        };
+        if target == caller {
+            return Decision::pass();
+        }
+        let mut ask = false;
+        if guard {
+            match cross_user::reach(&rules.cross_user_send, &caller, &target) {
+                Reach::SameUser | Reach::Granted(Access::Allow) => {}
+                Reach::Granted(Access::Ask) => ask = true,
+                Reach::Denied => {
+                    return Decision::block(
+                        cross_user::RULE_ID,
+                        cross_user::denied_reason(call.tool, &caller, &target),
+                    )
+                }
+            }
+        }
+        if rules.spawn_redirect.enabled {
+            let key = if rules.delegation_session.enabled {
+                match self.conversation(call) {
+                    Origin::NeedLineage(key) => {
+                        return Decision::need_lineage(key, Some(&caller), TokenStatus::NotOwned)
+                    }
+                    Origin::Unknown => None,
+                    Origin::Conversation(c) => {
+                        Some(delegation_session::delegation_key(&target, &c))
+                    }
+                }
+            } else {
+                None
+            };
+            return Decision::block(
+                spawn_redirect::RULE_ID,
+                spawn_redirect::reason(&target, key.as_deref(), call.params),
+            );
+        }
+        if ask {
+            let (title, description) = cross_user::approval(call.tool, &caller, &target);
+            return Decision::new(
+                Verdict::RequireApproval { title, description },
+                Some(cross_user::RULE_ID),
+                TokenStatus::NotOwned,
+            );
+        }
+        Decision::pass()
+    }
+
+    fn decide_workboard<'m>(&self, call: &ToolCall<'_>) -> Decision<'m> {
+        match workboard_scope::evaluate(
+            &self.opts.rules.workboard_scope,
+            call.tool,
+            call.agent_id,
+            call.params,
+        ) {
+            Some(patch) => Decision::new(
+                Verdict::Rewrite(patch),
+                Some(workboard_scope::RULE_ID),
+                TokenStatus::NotOwned,
+            ),
+            None => Decision::pass(),
         }
     }
 
@@ -213,5 +513,451 @@ mod tests {
             "{reason}"
         );
         assert!(reason.contains("/m.json"), "{reason}");
+    }
+
+    // ---- the identity rules, end to end through the engine ----
+
+    use serde_json::json;
+
+    const FRANCIS_MAIN: &str = "agent:paco--francis:main";
+
+    fn rules_engine(rules: serde_json::Value) -> Engine {
+        engine(&json!({"tokenMapPath": "/m.json", "rules": rules}).to_string())
+    }
+
+    fn decide_on<'m>(
+        e: &Engine,
+        map: &'m TokenMap,
+        tool: &str,
+        agent: Option<&str>,
+        session: Option<&str>,
+        params: &Params,
+    ) -> Decision<'m> {
+        let call = ToolCall {
+            tool,
+            agent_id: agent,
+            session_key: session,
+            params,
+        };
+        e.decide(
+            &call,
+            &MapView {
+                map,
+                loaded: true,
+                stale: false,
+            },
+        )
+    }
+
+    fn empty_map() -> &'static TokenMap {
+        Box::leak(Box::new(TokenMap::default()))
+    }
+
+    fn p(v: serde_json::Value) -> Params {
+        v.as_object().unwrap().clone()
+    }
+
+    /// The plugin decides twice per call: first in the trusted tier, then in
+    /// the safety-net hook on the params the first decision produced. The
+    /// second decision must set the same values (or pass), never block.
+    fn assert_idempotent(
+        e: &Engine,
+        tool: &str,
+        agent: &str,
+        session: &str,
+        params: Params,
+    ) -> Decision<'static> {
+        let map = empty_map();
+        let first = decide_on(e, map, tool, Some(agent), Some(session), &params);
+        let patch = match &first.verdict {
+            Verdict::Rewrite(patch) => patch.clone(),
+            Verdict::RequireApproval { .. } => first.approval_patch.clone(),
+            Verdict::Pass | Verdict::Block(_) => return first,
+        };
+        let mut rewritten = params.clone();
+        for (k, v) in &patch {
+            rewritten.insert(k.clone(), v.clone());
+        }
+        let second = decide_on(e, map, tool, Some(agent), Some(session), &rewritten);
+        let again = match &second.verdict {
+            Verdict::Rewrite(p2) => p2.clone(),
+            Verdict::RequireApproval { .. } => second.approval_patch.clone(),
+            Verdict::Pass => Vec::new(),
+            Verdict::Block(r) => panic!("second decision blocked: {r}"),
+        };
+        for (k, v) in &again {
+            assert_eq!(rewritten.get(k), Some(v), "second decision changed {k}");
+        }
+        assert_eq!(second.ensure_session, first.ensure_session);
+        first
+    }
+
+    fn blocked(d: &Decision<'_>) -> String {
+        match &d.verdict {
+            Verdict::Block(r) => r.clone(),
+            other => panic!("not a block: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn interest_names_exact_tools_and_keeps_owned_calls_on_the_string_path() {
+        let e = rules_engine(json!({}));
+        let i = e.interest();
+        assert_eq!(i.slots, vec!["auth_token", "_conversation_id"]);
+        for t in [
+            "sessions_send",
+            "sessions_spawn",
+            "workboard_list",
+            "workboard_decompose",
+        ] {
+            assert!(e.needs_params(t), "{t}");
+        }
+        assert!(!e.needs_params("claw-os__claw_notes"));
+        assert!(!e.needs_params("workboard_read"));
+        let off = rules_engine(json!({
+            "crossUserSend": {"enabled": false}, "spawnRedirect": {"enabled": false},
+            "delegationSession": {"enabled": false}, "workboardScope": {"enabled": false},
+            "conversationId": {"enabled": false},
+        }));
+        assert!(off.interest().tools.is_empty());
+        assert_eq!(off.interest().slots, vec!["auth_token"]);
+    }
+
+    #[test]
+    fn owned_calls_get_the_token_then_the_conversation() {
+        let map = parse(format!(r#"{{"paco--francis": "{T1}"}}"#).as_bytes())
+            .unwrap()
+            .map;
+        let e = rules_engine(json!({}));
+        let none = Params::new();
+        let d = decide_on(
+            &e,
+            &map,
+            "claw-os__x",
+            Some("paco--francis"),
+            Some(FRANCIS_MAIN),
+            &none,
+        );
+        assert_eq!(
+            d.verdict,
+            Verdict::Rewrite(vec![
+                ("auth_token".into(), json!(T1)),
+                ("_conversation_id".into(), json!(FRANCIS_MAIN)),
+            ])
+        );
+        assert_eq!(d.rule, Some("auth-token"));
+        let deleg = delegation_session::delegation_key("paco--dali", FRANCIS_MAIN);
+        let d = decide_on(
+            &e,
+            &map,
+            "claw-os__x",
+            Some("paco--dali"),
+            Some(&deleg),
+            &none,
+        );
+        assert_eq!(
+            d.verdict,
+            Verdict::Rewrite(vec![("_conversation_id".into(), json!(FRANCIS_MAIN))]),
+            "the token is missing (pass mode), the conversation is still set"
+        );
+        assert_eq!(d.rule, Some("conversation-id"));
+    }
+
+    #[test]
+    fn a_sub_agent_call_waits_for_its_lineage_and_is_not_counted_until_then() {
+        let map = TokenMap::default();
+        let e = rules_engine(json!({}));
+        let child = "agent:paco--francis:subagent:77";
+        let none = Params::new();
+        let d = decide_on(
+            &e,
+            &map,
+            "claw-os__x",
+            Some("paco--francis"),
+            Some(child),
+            &none,
+        );
+        assert_eq!(
+            d.need_lineage,
+            Some(SessionRef {
+                agent_id: "paco--francis".into(),
+                session_key: child.into()
+            })
+        );
+        e.note_spawn(child, Some(FRANCIS_MAIN));
+        let d = decide_on(
+            &e,
+            &map,
+            "claw-os__x",
+            Some("paco--francis"),
+            Some(child),
+            &none,
+        );
+        assert_eq!(d.need_lineage, None);
+        assert_eq!(
+            d.verdict,
+            Verdict::Rewrite(vec![("_conversation_id".into(), json!(FRANCIS_MAIN))])
+        );
+    }
+
+    #[test]
+    fn a_same_user_send_goes_to_its_dedicated_session_which_is_ensured() {
+        let e = rules_engine(json!({}));
+        let d = assert_idempotent(
+            &e,
+            "sessions_send",
+            "paco--francis",
+            FRANCIS_MAIN,
+            p(json!({"agentId": "paco--dali", "message": "hi"})),
+        );
+        let key = "agent:paco--dali:delegation:agent.paco--francis.main";
+        assert_eq!(
+            d.verdict,
+            Verdict::Rewrite(vec![("sessionKey".into(), json!(key))])
+        );
+        assert_eq!(d.rule, Some("delegation-session"));
+        let ensure = d.ensure_session.unwrap();
+        assert_eq!(
+            ensure.session,
+            SessionRef {
+                agent_id: "paco--dali".into(),
+                session_key: key.into()
+            }
+        );
+        assert!(ensure.failure_reason.starts_with("delegation-session: "));
+    }
+
+    #[test]
+    fn a_send_from_a_delegated_session_keeps_the_original_conversation() {
+        let e = rules_engine(json!({}));
+        let from = delegation_session::delegation_key("paco--dali", FRANCIS_MAIN);
+        let d = assert_idempotent(
+            &e,
+            "sessions_send",
+            "paco--dali",
+            &from,
+            p(json!({"agentId": "paco--atlas", "message": "hi"})),
+        );
+        assert_eq!(
+            d.verdict,
+            Verdict::Rewrite(vec![(
+                "sessionKey".into(),
+                json!("agent:paco--atlas:delegation:agent.paco--francis.main")
+            )])
+        );
+    }
+
+    #[test]
+    fn a_cross_user_send_is_blocked_before_any_routing() {
+        let e = rules_engine(json!({}));
+        for params in [
+            json!({"agentId": "pepito--atlas", "message": "m"}),
+            json!({"sessionKey": "agent:pepito--atlas:main", "message": "m"}),
+            json!({"sessionKey": "agent:paco--dali:main", "agentId": "pepito--atlas", "message": "m"}),
+            json!({"agent_id": "PEPITO--ATLAS", "message": "m"}),
+        ] {
+            let d = assert_idempotent(
+                &e,
+                "sessions_send",
+                "paco--francis",
+                FRANCIS_MAIN,
+                p(params.clone()),
+            );
+            let r = blocked(&d);
+            assert!(
+                r.starts_with("cross-user-send: ") && r.contains("pepito--atlas"),
+                "{params}: {r}"
+            );
+            assert_eq!(d.ensure_session, None);
+        }
+        let d = decide_on(
+            &e,
+            empty_map(),
+            "sessions_send",
+            Some("paco--francis"),
+            Some(FRANCIS_MAIN),
+            &p(json!({"label": "x", "message": "m"})),
+        );
+        assert!(blocked(&d).contains("agentId"));
+        let d = decide_on(
+            &e,
+            empty_map(),
+            "sessions_send",
+            None,
+            Some(FRANCIS_MAIN),
+            &p(json!({"agentId": "paco--dali", "message": "m"})),
+        );
+        assert!(blocked(&d).starts_with("cross-user-send: "));
+    }
+
+    #[test]
+    fn an_ask_grant_asks_and_still_routes_to_the_dedicated_session() {
+        let e = rules_engine(
+            json!({"crossUserSend": {"grants": {"paco--*": {"pepito--atlas": "ask"}}}}),
+        );
+        let d = assert_idempotent(
+            &e,
+            "sessions_send",
+            "paco--francis",
+            FRANCIS_MAIN,
+            p(json!({"agentId": "pepito--atlas", "message": "m"})),
+        );
+        let Verdict::RequireApproval { title, description } = &d.verdict else {
+            panic!("{d:?}")
+        };
+        assert!(title.contains("pepito--atlas") && description.contains("paco--francis"));
+        assert_eq!(
+            d.approval_patch,
+            vec![(
+                "sessionKey".into(),
+                json!("agent:pepito--atlas:delegation:agent.paco--francis.main")
+            )]
+        );
+        assert!(d.ensure_session.is_some());
+        let allow = rules_engine(
+            json!({"crossUserSend": {"grants": {"paco--francis": {"pepito--atlas": "allow"}}}}),
+        );
+        let d = decide_on(
+            &allow,
+            empty_map(),
+            "sessions_send",
+            Some("paco--francis"),
+            Some(FRANCIS_MAIN),
+            &p(json!({"agentId": "pepito--atlas", "message": "m"})),
+        );
+        assert!(matches!(d.verdict, Verdict::Rewrite(_)));
+    }
+
+    #[test]
+    fn explicit_other_sessions_and_self_sends_are_left_alone() {
+        let e = rules_engine(json!({}));
+        for params in [
+            json!({"sessionKey": "agent:paco--dali:subagent:1", "message": "m"}),
+            json!({"agentId": "paco--dali", "label": "research", "message": "m"}),
+            json!({"agentId": "paco--francis", "message": "m"}),
+        ] {
+            let d = assert_idempotent(
+                &e,
+                "sessions_send",
+                "paco--francis",
+                FRANCIS_MAIN,
+                p(params.clone()),
+            );
+            assert_eq!(d.verdict, Verdict::Pass, "{params}");
+        }
+    }
+
+    #[test]
+    fn a_spawn_of_a_specialist_is_redirected_to_the_exact_send() {
+        let e = rules_engine(json!({}));
+        let d = assert_idempotent(
+            &e,
+            "sessions_spawn",
+            "paco--francis",
+            FRANCIS_MAIN,
+            p(json!({"agentId": "paco--dali", "task": "paint"})),
+        );
+        let r = blocked(&d);
+        assert!(r.starts_with("spawn-redirect: "), "{r}");
+        assert!(
+            r.contains(r#"{"agentId":"paco--dali","message":"paint","sessionKey":"agent:paco--dali:delegation:agent.paco--francis.main"}"#),
+            "{r}"
+        );
+        for params in [
+            json!({"task": "t"}),
+            json!({"agentId": "paco--francis", "task": "t"}),
+        ] {
+            let d = assert_idempotent(
+                &e,
+                "sessions_spawn",
+                "paco--francis",
+                FRANCIS_MAIN,
+                p(params.clone()),
+            );
+            assert_eq!(d.verdict, Verdict::Pass, "{params}");
+        }
+        let d = decide_on(
+            &e,
+            empty_map(),
+            "sessions_spawn",
+            Some("paco--francis"),
+            Some(FRANCIS_MAIN),
+            &p(json!({"agentId": "pepito--atlas", "task": "t"})),
+        );
+        assert!(
+            blocked(&d).starts_with("cross-user-send: "),
+            "cross-user comes first"
+        );
+        let free = rules_engine(json!({"spawnRedirect": {"enabled": false}}));
+        let d = decide_on(
+            &free,
+            empty_map(),
+            "sessions_spawn",
+            Some("paco--francis"),
+            Some(FRANCIS_MAIN),
+            &p(json!({"agentId": "paco--dali", "task": "t"})),
+        );
+        assert_eq!(d.verdict, Verdict::Pass);
+    }
+
+    #[test]
+    fn workboard_calls_are_scoped_to_the_callers_user_board() {
+        let e = rules_engine(json!({}));
+        let d = assert_idempotent(
+            &e,
+            "workboard_list",
+            "paco--francis",
+            FRANCIS_MAIN,
+            p(json!({"boardId": "wb_pepito"})),
+        );
+        assert_eq!(
+            d.verdict,
+            Verdict::Rewrite(vec![("boardId".into(), json!("wb_paco"))])
+        );
+        assert_eq!(d.rule, Some("workboard-scope"));
+        let d = assert_idempotent(
+            &e,
+            "workboard_decompose",
+            "paco--francis",
+            FRANCIS_MAIN,
+            p(json!({"id": "c", "children": [{"title": "a"}]})),
+        );
+        assert!(matches!(d.verdict, Verdict::Rewrite(_)));
+        let d = assert_idempotent(
+            &e,
+            "workboard_list",
+            "main",
+            "agent:main:main",
+            p(json!({"boardId": "x"})),
+        );
+        assert_eq!(d.verdict, Verdict::Pass);
+    }
+
+    #[test]
+    fn switched_off_rules_do_nothing() {
+        let e = rules_engine(json!({
+            "crossUserSend": {"enabled": false}, "delegationSession": {"enabled": false},
+            "workboardScope": {"enabled": false}, "conversationId": {"enabled": false},
+        }));
+        let map = TokenMap::default();
+        for (tool, params) in [
+            (
+                "sessions_send",
+                json!({"agentId": "pepito--atlas", "message": "m"}),
+            ),
+            ("sessions_send", json!({"label": "x", "message": "m"})),
+            ("workboard_list", json!({"boardId": "x"})),
+            ("claw-os__x", json!({})),
+        ] {
+            let d = decide_on(
+                &e,
+                &map,
+                tool,
+                Some("paco--francis"),
+                Some(FRANCIS_MAIN),
+                &p(params),
+            );
+            assert_eq!(d.verdict, Verdict::Pass, "{tool}");
+        }
     }
 }

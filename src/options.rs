@@ -166,6 +166,7 @@ impl Options {
             return Err("pollIntervalMs must be at least 1".into());
         }
         raw.rules.validate()?;
+        raw.rules.validate_with(&token_param)?;
 
         Ok(Options {
             token_map_path,

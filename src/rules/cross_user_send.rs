@@ -1,0 +1,413 @@
+//! Rule `cross-user-send`: a `sessions_send` or `sessions_spawn` may reach
+//! only agents of the caller's own user, unless a grant in config says
+//! otherwise. Deny by default: a target that can't be resolved is refused.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use super::agent_ids::{
+    normalize_agent_id, owner_of, same_user, session_key_agent, str_param, user_prefix, Owner,
+};
+use super::Params;
+
+pub const RULE_ID: &str = "cross-user-send";
+
+/// What a grant allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Access {
+    Allow,
+    /// Ask the user (OpenClaw `requireApproval`) on every call.
+    Ask,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct CrossUserSendConfig {
+    pub enabled: bool,
+    /// `{ "<from>": { "<to>": "allow" | "ask" } }`; each side is an agent id
+    /// or `<userprefix>--*` (every agent of that user).
+    pub grants: BTreeMap<String, BTreeMap<String, Access>>,
+}
+
+impl Default for CrossUserSendConfig {
+    fn default() -> Self {
+        CrossUserSendConfig {
+            enabled: true,
+            grants: BTreeMap::new(),
+        }
+    }
+}
+
+impl CrossUserSendConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        for (from, tos) in &self.grants {
+            check_pattern(from)?;
+            for to in tos.keys() {
+                check_pattern(to)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The grant from `caller` to `target`, if any. When several grants
+    /// match, the most restrictive wins: one `ask` outweighs any `allow`.
+    pub fn grant(&self, caller: &str, target: &str) -> Option<Access> {
+        let mut found = None;
+        for (from, tos) in &self.grants {
+            if !matches(from, caller) {
+                continue;
+            }
+            for (to, access) in tos {
+                if matches(to, target) {
+                    if *access == Access::Ask {
+                        return Some(Access::Ask);
+                    }
+                    found = Some(Access::Allow);
+                }
+            }
+        }
+        found
+    }
+}
+
+fn matches(pattern: &str, agent: &str) -> bool {
+    match pattern.strip_suffix("--*") {
+        Some(prefix) => user_prefix(agent) == Some(prefix),
+        None => pattern == agent,
+    }
+}
+
+fn check_pattern(p: &str) -> Result<(), String> {
+    let bad = |why: &str| {
+        Err(format!(
+            "rules.crossUserSend.grants: \"{}\" {why}; write an agent id (\"paco--francis\") or every agent of a user (\"paco--*\")",
+            crate::redact::shown(p)
+        ))
+    };
+    if let Some(prefix) = p.strip_suffix("--*") {
+        if prefix.is_empty()
+            || normalize_agent_id(prefix).as_deref() != Some(prefix)
+            || prefix.contains("--")
+            || prefix.ends_with('-')
+        {
+            return bad("is not a valid <userprefix>--* pattern (the prefix is what comes before the first --)");
+        }
+        return Ok(());
+    }
+    if normalize_agent_id(p).as_deref() != Some(p) {
+        return bad("is not an agent id in OpenClaw's canonical form (lowercase a-z, 0-9, _ and -, at most 64)");
+    }
+    Ok(())
+}
+
+/// The agents a `sessions_send` reaches, as OpenClaw resolves them: the
+/// agent of `sessionKey` when it is given (OpenClaw then uses `agentId` only
+/// for a label lookup), otherwise `agentId`. `also` is an `agentId` given next
+/// to a `sessionKey`: checked too, so no referenced agent slips through.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendTarget {
+    pub agent: String,
+    pub also: Option<String>,
+    /// The target was addressed by `sessionKey`.
+    pub by_session_key: bool,
+}
+
+/// Why a send's target could not be resolved from its params.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unresolved {
+    /// No `sessionKey` or `agentId` (for example a bare `label`).
+    NoTarget,
+    /// A `sessionKey` that is not `agent:<id>:...` (an alias, a session id).
+    UnscopedSessionKey,
+    /// An `agentId` with nothing OpenClaw could make an id of.
+    BadAgentId,
+}
+
+pub fn send_target(params: &Params) -> Result<SendTarget, Unresolved> {
+    let agent_id = str_param(params, "agentId", "agent_id");
+    match str_param(params, "sessionKey", "session_key") {
+        Some(key) => {
+            let agent = session_key_agent(key).ok_or(Unresolved::UnscopedSessionKey)?;
+            Ok(SendTarget {
+                agent,
+                also: agent_id.and_then(normalize_agent_id),
+                by_session_key: true,
+            })
+        }
+        None => {
+            let raw = agent_id.ok_or(Unresolved::NoTarget)?;
+            let agent = normalize_agent_id(raw).ok_or(Unresolved::BadAgentId)?;
+            Ok(SendTarget {
+                agent,
+                also: None,
+                by_session_key: false,
+            })
+        }
+    }
+}
+
+/// The agent a `sessions_spawn` targets: `None` when `agentId` is absent
+/// (the caller's own worker). `Err` when it is given but unrepresentable.
+pub fn spawn_target(params: &Params) -> Result<Option<String>, Unresolved> {
+    match str_param(params, "agentId", "agent_id") {
+        None => Ok(None),
+        Some(raw) => normalize_agent_id(raw)
+            .map(Some)
+            .ok_or(Unresolved::BadAgentId),
+    }
+}
+
+/// The verdict of this rule for one caller → target pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// The caller itself, or another agent of the same user.
+    SameUser,
+    Granted(Access),
+    Denied,
+}
+
+pub fn reach(cfg: &CrossUserSendConfig, caller: &str, target: &str) -> Reach {
+    if caller == target || same_user(caller, target) {
+        return Reach::SameUser;
+    }
+    match cfg.grant(caller, target) {
+        Some(a) => Reach::Granted(a),
+        None => Reach::Denied,
+    }
+}
+
+fn describe_owner(agent: &str) -> String {
+    match owner_of(agent) {
+        Owner::User(u) => format!("user \"{u}\""),
+        Owner::Unscoped(_) => "no user (its id has no <user>--<agent> form)".to_owned(),
+    }
+}
+
+pub fn denied_reason(tool: &str, caller: &str, target: &str) -> String {
+    let own = match user_prefix(caller) {
+        Some(u) => format!(" Work with your own user's agents ({u}--*) instead, or"),
+        None => " Instead,".to_owned(),
+    };
+    format!(
+        "{RULE_ID}: {tool} from {caller} to {target} was refused: {target} belongs to {}, {caller} to {}, and no grant allows it.{own} tell the user that reaching another user's agent needs an operator grant (claw-identity rules.crossUserSend.grants). Do not retry.",
+        describe_owner(target),
+        describe_owner(caller),
+    )
+}
+
+pub fn unresolved_reason(tool: &str, why: Unresolved) -> String {
+    match why {
+        Unresolved::NoTarget => format!(
+            "{RULE_ID}: {tool} needs an explicit target so it can be checked: set agentId to the agent you want (for example \"paco--dali\"); a label alone can't be checked."
+        ),
+        Unresolved::UnscopedSessionKey => format!(
+            "{RULE_ID}: {tool} got a sessionKey that does not name its agent, so it can't be checked: use a full key of the form agent:<agentId>:<rest>, or set agentId alone and drop sessionKey."
+        ),
+        Unresolved::BadAgentId => format!(
+            "{RULE_ID}: {tool} got an agentId that is not an agent id: use one of the ids from agents_list (for example \"paco--dali\")."
+        ),
+    }
+}
+
+pub fn unknown_caller_reason(tool: &str) -> String {
+    format!("{RULE_ID}: {tool} has no calling agent id, so it can't be checked and was not run. Do not retry.")
+}
+
+pub fn approval(tool: &str, caller: &str, target: &str) -> (String, String) {
+    let title = format!("{tool}: {caller} → {target} (another user)");
+    let description = format!(
+        "Agent {caller} ({}) wants to reach {target} ({}) with {tool}. A claw-identity grant asks you each time. Allow only if this conversation should reach that user's agent.",
+        describe_owner(caller),
+        describe_owner(target),
+    );
+    (title, description)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn cfg(grants: serde_json::Value) -> CrossUserSendConfig {
+        serde_json::from_value(json!({ "grants": grants })).unwrap()
+    }
+
+    fn params(v: serde_json::Value) -> Params {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn same_user_is_reachable_without_grants() {
+        let c = CrossUserSendConfig::default();
+        assert_eq!(reach(&c, "paco--francis", "paco--dali"), Reach::SameUser);
+        assert_eq!(reach(&c, "paco--francis", "paco--francis"), Reach::SameUser);
+        assert_eq!(reach(&c, "main", "main"), Reach::SameUser);
+    }
+
+    #[test]
+    fn other_users_are_denied_by_default() {
+        let c = CrossUserSendConfig::default();
+        assert_eq!(reach(&c, "paco--francis", "pepito--atlas"), Reach::Denied);
+        assert_eq!(reach(&c, "paco--francis", "paco2--dali"), Reach::Denied);
+        assert_eq!(reach(&c, "paco--francis", "main"), Reach::Denied);
+        assert_eq!(reach(&c, "main", "paco--dali"), Reach::Denied);
+        assert_eq!(reach(&c, "paco", "paco--dali"), Reach::Denied);
+        assert_eq!(reach(&c, "main", "ops"), Reach::Denied);
+    }
+
+    #[test]
+    fn grants_match_exact_ids_and_user_patterns() {
+        let c = cfg(json!({
+            "paco--francis": { "pepito--atlas": "allow" },
+            "main": { "paco--*": "ask" },
+        }));
+        assert_eq!(
+            reach(&c, "paco--francis", "pepito--atlas"),
+            Reach::Granted(Access::Allow)
+        );
+        assert_eq!(reach(&c, "paco--dali", "pepito--atlas"), Reach::Denied);
+        assert_eq!(
+            reach(&c, "pepito--atlas", "paco--francis"),
+            Reach::Denied,
+            "grants are one-way"
+        );
+        assert_eq!(reach(&c, "main", "paco--dali"), Reach::Granted(Access::Ask));
+        assert_eq!(
+            reach(&c, "main", "paco2--dali"),
+            Reach::Denied,
+            "paco--* is not paco2"
+        );
+        assert_eq!(
+            reach(&c, "main", "paco"),
+            Reach::Denied,
+            "paco--* needs the -- form"
+        );
+    }
+
+    #[test]
+    fn the_most_restrictive_matching_grant_wins() {
+        let c = cfg(json!({
+            "paco--*": { "pepito--*": "allow" },
+            "paco--francis": { "pepito--atlas": "ask" },
+        }));
+        assert_eq!(
+            reach(&c, "paco--francis", "pepito--atlas"),
+            Reach::Granted(Access::Ask)
+        );
+        assert_eq!(
+            reach(&c, "paco--dali", "pepito--atlas"),
+            Reach::Granted(Access::Allow)
+        );
+    }
+
+    #[test]
+    fn grant_patterns_are_validated() {
+        for good in ["paco--francis", "main", "paco--*", "paco-x--*", "x--"] {
+            assert!(
+                cfg(json!({ good: { "main": "allow" } })).validate().is_ok(),
+                "{good}"
+            );
+            assert!(
+                cfg(json!({ "main": { good: "ask" } })).validate().is_ok(),
+                "{good}"
+            );
+        }
+        for bad in [
+            "Paco--francis",
+            "*",
+            "--*",
+            "paco---*",
+            "a--b--*",
+            " main",
+            "",
+            "pa co",
+        ] {
+            let e = cfg(json!({ bad: { "main": "allow" } }))
+                .validate()
+                .unwrap_err();
+            assert!(e.starts_with("rules.crossUserSend.grants: "), "{e}");
+        }
+        assert!(serde_json::from_value::<CrossUserSendConfig>(
+            json!({ "grants": { "a": { "b": "deny" } } })
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn send_target_prefers_the_session_key_like_openclaw() {
+        let t = send_target(&params(json!({"agentId": "Paco--Dali"}))).unwrap();
+        assert_eq!((t.agent.as_str(), t.by_session_key), ("paco--dali", false));
+        let t = send_target(&params(
+            json!({"sessionKey": "agent:pepito--atlas:main", "agentId": "paco--dali"}),
+        ))
+        .unwrap();
+        assert_eq!(t.agent, "pepito--atlas");
+        assert_eq!(t.also.as_deref(), Some("paco--dali"));
+        let t = send_target(&params(
+            json!({"session_key": "agent:paco--dali:x", "agent_id": "paco--dali"}),
+        ))
+        .unwrap();
+        assert_eq!(t.agent, "paco--dali");
+        let t = send_target(&params(json!({"sessionKey": 7, "agentId": "paco--dali"}))).unwrap();
+        assert_eq!(
+            t.agent, "paco--dali",
+            "a non-string sessionKey is ignored, as OpenClaw does"
+        );
+    }
+
+    #[test]
+    fn unresolvable_send_targets_are_named() {
+        let cases = [
+            (json!({"label": "research"}), Unresolved::NoTarget),
+            (json!({"message": "hi"}), Unresolved::NoTarget),
+            (json!({"agentId": "  "}), Unresolved::NoTarget),
+            (
+                json!({"sessionKey": "main"}),
+                Unresolved::UnscopedSessionKey,
+            ),
+            (
+                json!({"sessionKey": "4f2a1c9e-1111-2222-3333-444455556666", "agentId": "paco--dali"}),
+                Unresolved::UnscopedSessionKey,
+            ),
+            (json!({"agentId": "!!!"}), Unresolved::BadAgentId),
+        ];
+        for (p, want) in cases {
+            assert_eq!(send_target(&params(p.clone())), Err(want), "{p}");
+        }
+    }
+
+    #[test]
+    fn spawn_target_is_optional() {
+        assert_eq!(spawn_target(&params(json!({"task": "x"}))), Ok(None));
+        assert_eq!(
+            spawn_target(&params(json!({"agentId": "PACO--DALI"}))),
+            Ok(Some("paco--dali".into()))
+        );
+        assert_eq!(
+            spawn_target(&params(json!({"agentId": "@@"}))),
+            Err(Unresolved::BadAgentId)
+        );
+    }
+
+    #[test]
+    fn reasons_start_with_the_rule_id_and_say_what_to_do() {
+        let r = denied_reason("sessions_send", "paco--francis", "pepito--atlas");
+        assert!(r.starts_with("cross-user-send: "), "{r}");
+        assert!(r.contains("paco--*") && r.contains("Do not retry"), "{r}");
+        for why in [
+            Unresolved::NoTarget,
+            Unresolved::UnscopedSessionKey,
+            Unresolved::BadAgentId,
+        ] {
+            let r = unresolved_reason("sessions_send", why);
+            assert!(
+                r.starts_with("cross-user-send: ") && r.contains("agentId"),
+                "{r}"
+            );
+        }
+        let (title, description) = approval("sessions_send", "paco--francis", "pepito--atlas");
+        assert!(title.chars().count() <= 80 && description.chars().count() <= 512);
+    }
+}
