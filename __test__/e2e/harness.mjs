@@ -27,8 +27,15 @@ export const PROVIDER = "scripted";
 
 const KEEP = process.env.CLAW_E2E_KEEP === "1";
 
+let logSink = (line) => process.stderr.write(`${line}\n`);
+
+/** Progress lines go to stderr; the demo, which reports progress itself, replaces the sink. */
+export function setLog(sink) {
+  logSink = sink;
+}
+
 export function log(...parts) {
-  process.stderr.write(`[e2e ${new Date().toISOString().slice(11, 19)}] ${parts.join(" ")}\n`);
+  logSink(`[e2e ${new Date().toISOString().slice(11, 19)}] ${parts.join(" ")}`);
 }
 
 export function fingerprint(token) {

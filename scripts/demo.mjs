@@ -1,0 +1,154 @@
+#!/usr/bin/env node
+// `npm run demo`: claw-identity in a real OpenClaw gateway, end to end.
+//
+// A scripted model (standing in for a remote LLM) plays a short conversation:
+// francis saves a note with a token it made up, then delegates to dali, who
+// records audio. A real MCP server (`claw-os`) records what it receives. The
+// report compares what the model sent with what the server received, as
+// sha256 fingerprints: no token is ever printed.
+import path from 'node:path';
+import fs from 'node:fs';
+
+import * as h from '../__test__/e2e/harness.mjs';
+import { startModelServer, marker, fakeToken } from '../__test__/e2e/fixtures/model-server.mjs';
+
+const FRANCIS = 'paco--francis';
+const DALI = 'paco--dali';
+const tty = process.stdout.isTTY;
+const paint = (code) => (s) => (tty ? `\x1b[${code}m${s}\x1b[0m` : String(s));
+const bold = paint('1');
+const dim = paint('2');
+const green = paint('32');
+const red = paint('31');
+const cyan = paint('36');
+const yellow = paint('33');
+
+const out = (line = '') => process.stdout.write(`${line}\n`);
+const t0 = Date.now();
+const secs = () => `${((Date.now() - t0) / 1000).toFixed(0)}s`;
+
+/** Runs `work` while showing a live elapsed-time line for a slow step. */
+async function step(label, work) {
+  const start = Date.now();
+  let timer;
+  if (tty) {
+    const frames = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+    let i = 0;
+    timer = setInterval(() => {
+      process.stdout.write(`\r  ${cyan(frames[i++ % frames.length])} ${label} ${dim(`${((Date.now() - start) / 1000).toFixed(0)}s`)}   `);
+    }, 120);
+  } else {
+    out(`  … ${label}`);
+  }
+  try {
+    const v = await work();
+    if (timer) clearInterval(timer);
+    process.stdout.write(`${tty ? '\r' : ''}  ${green('✔')} ${label} ${dim(`(${((Date.now() - start) / 1000).toFixed(1)}s)`)}      \n`);
+    return v;
+  } catch (e) {
+    if (timer) clearInterval(timer);
+    process.stdout.write(`${tty ? '\r' : ''}  ${red('✘')} ${label}\n`);
+    throw e;
+  }
+}
+
+const fp = (t) => `sha256:${h.fingerprint(t)}`;
+
+function verdict(value, tokens, wrong) {
+  const who = h.who(value, tokens, { "the model's made-up token": wrong });
+  return who;
+}
+
+async function main() {
+  out(bold('claw-identity demo: the model never handles the secret'));
+  out(dim('A real OpenClaw gateway, a scripted model on 127.0.0.1, and a real MCP server named claw-os.'));
+  out();
+
+  h.setLog(() => {}); // the steps below report progress themselves
+  const run = await step('preparing an isolated OpenClaw home', () => h.createRun('demo'));
+  let model;
+  try {
+    const tokens = h.makeTokens([FRANCIS, DALI]);
+    h.writeTokenMap(run, tokens);
+    const mode = (fs.statSync(run.tokenMapPath).mode & 0o777).toString(8);
+    const dirMode = (fs.statSync(path.dirname(run.tokenMapPath)).mode & 0o777).toString(8);
+    out(`  ${green('✔')} token map ${dim(run.tokenMapPath)} ${dim(`(file 0${mode}, directory 0${dirMode})`)}`);
+    for (const [agent, token] of Object.entries(tokens)) out(`      ${agent.padEnd(14)} ${dim(fp(token))}`);
+
+    model = await startModelServer();
+    await h.writeConfig(run, {
+      gateway: true,
+      modelBaseUrl: model.baseUrl,
+      agents: [FRANCIS, DALI],
+      plugin: { path: h.stagePlugin(run), config: { tokenMapPath: run.tokenMapPath } },
+    });
+    await step('starting the gateway with the claw-identity plugin (OpenClaw takes 10-20 s to boot)', () => h.startGateway(run));
+    out();
+
+    // Turn 1: francis saves a note, with a token the model made up.
+    out(bold('1. francis saves a note, passing a token the model made up'));
+    const seed1 = `demo-notes-${run.runId}`;
+    const conv1 = `demo-conv-${run.runId}`;
+    const wrong1 = fakeToken(seed1);
+    const r1 = await step('francis: claw_notes', () =>
+      h.agentViaGateway(run, { agent: FRANCIS, message: `Please save a note. ${marker('notes', { wrong: seed1, conv: conv1 })}` }),
+    );
+    if (r1.code !== 0) throw new Error(`openclaw agent exited ${r1.code}: ${h.tail(r1)}`);
+    const notes = h.readCalls(run).find((c) => c.tool === 'claw_notes');
+    out(`     the model sent     auth_token = ${yellow(fp(wrong1))}  ${dim('(42 characters it made up)')}`);
+    out(`     claw-os received   auth_token = ${green(fp(notes.args.auth_token))}  → ${bold(verdict(notes.args.auth_token, tokens, wrong1))}`);
+    out();
+
+    // Turn 2: francis delegates to dali.
+    out(bold('2. francis delegates to dali, who records audio'));
+    const seed2 = `demo-spawn-${run.runId}`;
+    const wrong2 = fakeToken(seed2);
+    const r2 = await step('francis: delegate to paco--dali', () =>
+      h.agentViaGateway(run, { agent: FRANCIS, message: `Ask dali to record it. ${marker('spawn', { agent: DALI, child: 'audio', wrong: seed2 })}` }),
+    );
+    if (r2.code !== 0) throw new Error(`openclaw agent exited ${r2.code}: ${h.tail(r2)}`);
+    const spawnResult = model.toolResultsFor('spawn', { wrong: seed2 });
+    const redirected = spawnResult.some((r) => /spawn-redirect/.test(r.result ?? ''));
+    if (redirected) {
+      out(`     sessions_spawn was redirected by the ${cyan('spawn-redirect')} rule: a spawned child would not have dali's tools;`);
+      out(`     the model retried with the sessions_send the block reason spelled out.`);
+    }
+    const audio = await step("dali: claw_audio (in dali's own session)", () =>
+      h.waitFor(() => h.readCalls(run).find((c) => c.tool === 'claw_audio'), { timeoutMs: 180_000, what: "dali's claw_audio call", progressMs: 1e9 }),
+    );
+    out(`     the model sent     auth_token = ${yellow(fp(wrong2))}  ${dim('(made up again)')}`);
+    out(`     claw-os received   auth_token = ${green(fp(audio.args.auth_token))}  → ${bold(verdict(audio.args.auth_token, tokens, wrong2))}`);
+    if (audio.args._conversation_id) out(`     and _conversation_id = ${dim(audio.args._conversation_id)}`);
+    out();
+
+    // The proof in the gateway's own log.
+    out(bold("3. the gateway's log"));
+    for (const line of h.logMessages(run).filter((l) => l.includes('[claw-identity]')).slice(0, 12)) out(`     ${dim(line)}`);
+    out();
+
+    // No token anywhere but the map and the server's record.
+    const leaks = h.grepForTokens(run.root, tokens, { exclude: [run.secrets, run.mcp] });
+    const ok =
+      verdict(notes.args.auth_token, tokens, wrong1) === FRANCIS && verdict(audio.args.auth_token, tokens, wrong2) === DALI && leaks.length === 0;
+    out(
+      leaks.length === 0
+        ? `${green('✔')} no token from the map appears in OpenClaw's state, logs, transcripts or model requests`
+        : `${red('✘')} a token leaked into ${leaks.map((l) => l.file).join(', ')}`,
+    );
+    out(ok ? green(bold(`✔ every call carried its own agent's token (${secs()})`)) : red(bold('✘ something went wrong: see above')));
+    return ok ? 0 : 1;
+  } finally {
+    await step('stopping the gateway and cleaning up', async () => {
+      await model?.close();
+      await h.finishRun(run);
+    });
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err) => {
+    process.stderr.write(`${red('demo failed:')} ${h.scrub(err?.stack ?? err)}\n`);
+    process.exit(1);
+  },
+);
