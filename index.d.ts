@@ -61,10 +61,42 @@ export interface IdentityOptions {
    * @default 1000
    */
   pollIntervalMs?: number;
-  /** Configuration of the identity rules (see docs/rules.md). */
-  rules?: Record<string, unknown>;
+  /** Configuration of the identity rules (see docs/rules.md). Every rule is on by default. */
+  rules?: RulesOptions;
   /** Where log lines go. Default: warnings and errors to the console, info discarded. */
   logger?: Logger;
+  /**
+   * OpenClaw's session store, for the rules that need it (the plugin passes
+   * one built on `api.runtime.agent.session`). Without it, delegation sessions
+   * are not created and a sub-agent's conversation is its own session key.
+   */
+  sessions?: SessionStore;
+}
+
+/** What the rules need of OpenClaw's session store. */
+export interface SessionStore {
+  /** Creates the session if it does not exist; leaves an existing one as it is. A rejection blocks the send. */
+  ensure(agentId: string, sessionKey: string): Promise<unknown>;
+  /** The key of the session that spawned this sub-agent session (its entry's `spawnedBy`), if any. */
+  spawnerOf(agentId: string, sessionKey: string): string | undefined;
+}
+
+/** `rules` (docs/rules.md). Unknown keys are an error. */
+export interface RulesOptions {
+  /** Rule `cross-user-send`. */
+  crossUserSend?: {
+    enabled?: boolean;
+    /** `{ "<from>": { "<to>": "allow" | "ask" } }`; each side an agent id or `<userprefix>--*`. */
+    grants?: Record<string, Record<string, 'allow' | 'ask'>>;
+  };
+  /** Rule `spawn-redirect`. */
+  spawnRedirect?: { enabled?: boolean };
+  /** Rule `delegation-session`. */
+  delegationSession?: { enabled?: boolean };
+  /** Rule `workboard-scope`. `boardPrefix` defaults to `"wb_"`. */
+  workboardScope?: { enabled?: boolean; boardPrefix?: string };
+  /** Rule `conversation-id`. `param` defaults to `"_conversation_id"`. */
+  conversationId?: { enabled?: boolean; param?: string };
 }
 
 /** The event OpenClaw passes to `before_tool_call` (the fields the layer reads). */
@@ -88,7 +120,13 @@ export interface ToolCallResult {
   block?: true;
   /** Starts with the rule id; tells the model what to do instead. Never holds a token. */
   blockReason?: string;
-  requireApproval?: Record<string, unknown>;
+  /** OpenClaw's shape; claw-identity asks per call only. */
+  requireApproval?: {
+    title: string;
+    description: string;
+    severity: 'warning';
+    allowedDecisions: Array<'allow-once' | 'deny'>;
+  };
 }
 
 /** Counters and map state. Never holds a token. */
@@ -131,9 +169,14 @@ export class IdentityLayer {
   /**
    * Decides one tool call. Returns `undefined` for a call it leaves alone,
    * `{ params }` with the rewrite applied to a copy (the event is not mutated),
-   * or `{ block: true, blockReason }`. Never throws.
+   * `{ block: true, blockReason }`, or `{ requireApproval, params? }`. A send
+   * routed to a delegation session returns a promise, settled once the session
+   * exists. Never throws (nor rejects).
    */
-  beforeToolCall(event: ToolCallEvent | null | undefined, ctx: ToolCallContext | null | undefined): ToolCallResult | undefined;
+  beforeToolCall(
+    event: ToolCallEvent | null | undefined,
+    ctx: ToolCallContext | null | undefined,
+  ): ToolCallResult | undefined | Promise<ToolCallResult | undefined>;
   stats(): IdentityStats;
   /** Stops the watcher; the map in force stays in force. Idempotent. */
   close(): void;
@@ -149,7 +192,7 @@ export function configure(options?: IdentityOptions): IdentityLayer;
 export function beforeToolCall(
   event: ToolCallEvent | null | undefined,
   ctx: ToolCallContext | null | undefined,
-): ToolCallResult | undefined;
+): ToolCallResult | undefined | Promise<ToolCallResult | undefined>;
 
 /** Stats of the process-wide layer, or `undefined` before `configure`. */
 export function stats(): IdentityStats | undefined;
