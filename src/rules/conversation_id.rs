@@ -106,19 +106,29 @@ pub enum Origin {
     Unknown,
 }
 
-fn is_subagent(key: &str) -> bool {
-    let rest = split_session_key(key).map_or(key, |(_, rest)| rest);
+fn rest_of(key: &str) -> &str {
+    split_session_key(key).map_or(key, |(_, rest)| rest)
+}
+
+/// OpenClaw's `isSubagentSessionKey`: the rest (or a bare key) starts with `subagent:`, in any case.
+fn is_subagent_rest(rest: &str) -> bool {
     rest.get(..9)
         .is_some_and(|p| p.eq_ignore_ascii_case("subagent:"))
 }
 
 pub fn originating_conversation(session_key: &str, lineage: &Lineage) -> Origin {
+    // The common case (every claw-os call from a user's own session): one
+    // parse, one copy.
+    let rest = rest_of(session_key);
+    if !rest.starts_with(delegation_session::KEY_TAG) && !is_subagent_rest(rest) {
+        return Origin::Conversation(session_key.to_owned());
+    }
     let mut key = session_key.to_owned();
     for _ in 0..MAX_HOPS {
         if let Some(c) = delegation_session::conversation_of(&key) {
             return Origin::Conversation(c);
         }
-        if !is_subagent(&key) {
+        if !is_subagent_rest(rest_of(&key)) {
             return Origin::Conversation(key);
         }
         match lineage.spawner_of(&key) {
