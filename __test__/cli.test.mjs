@@ -388,8 +388,39 @@ test('doctor --json: the same report as data', () => {
 
 // ---- explain ----
 
-const explainCases = (tools) =>
-  [FRANCIS, DALI, 'ghost', undefined].flatMap((agent) => tools.map((tool) => ({ agent, tool })));
+/** Asserts that explain (through the command) takes the decision the hook takes for one call. */
+function assertSameAsHook(layer, cfg, tokens, { agent, tool, params, sessionKey }, what) {
+  const hook = layer.beforeToolCall({ toolName: tool, params: { auth_token: 'from-the-model', ...params } }, { agentId: agent, sessionKey });
+  const r = cli([
+    'explain', '--config', cfg, '--tool', tool, '--json',
+    ...(agent === undefined ? [] : ['--agent', agent]),
+    ...(sessionKey === undefined ? [] : ['--session-key', sessionKey]),
+    '--params', JSON.stringify({ auth_token: 'from-the-model', ...params }),
+  ]);
+  const e = JSON.parse(r.stdout);
+  if (hook === undefined) {
+    assert.equal(e.decision, 'pass', what);
+  } else if (hook.block) {
+    assert.equal(e.decision, 'block', what);
+    assert.equal(e.reason, hook.blockReason, what);
+  } else if (hook.requireApproval) {
+    assert.equal(e.decision, 'ask', what);
+    assert.deepEqual(e.approval, hook.requireApproval, what);
+  } else {
+    assert.equal(e.decision, 'rewrite', what);
+    // Every param explain says is set, the hook set to that value (tokens by fingerprint).
+    for (const { param, value } of e.sets) {
+      const got = hook.params[param];
+      assertSameToken(value.startsWith('sha256:') ? `sha256:${fingerprint(got)}` : JSON.stringify(got), value, `${what} ${param}`);
+    }
+    assert.equal(e.sets.some((s) => s.param === 'auth_token'), e.token.status === 'injected', what);
+  }
+  const injected = Object.hasOwn(tokens, agent ?? '') && hook?.params?.auth_token === tokens[agent];
+  assert.equal(injected, e.token.status === 'injected', what);
+  assert.equal(r.code, e.ok ? 0 : 1, what);
+  assert.equal(e.ok, !hook?.block && e.token.status !== 'missing', what);
+  return e.decision;
+}
 
 test('explain takes the hook\'s decision: same verdict, same token (by fingerprint), same block reason', () => {
   for (const onMissingToken of ['pass', 'block']) {
@@ -397,35 +428,41 @@ test('explain takes the hook\'s decision: same verdict, same token (by fingerpri
     const cfg = config(dir, `{ plugins: { entries: { "claw-identity": { enabled: true, config: { tokenMapPath: "${map}", onMissingToken: "${onMissingToken}" } } } } }`);
     const layer = new IdentityLayer({ tokenMapPath: map, onMissingToken, logger: { info() {}, warn() {}, error() {} } });
     try {
-      for (const { agent, tool } of explainCases(['claw-os__claw_notes', 'exec'])) {
-        const what = `${onMissingToken} ${agent} ${tool}`;
-        const hook = layer.beforeToolCall({ toolName: tool, params: { auth_token: 'from-the-model' } }, { agentId: agent });
-        const args = ['explain', '--config', cfg, '--tool', tool, '--json', ...(agent === undefined ? [] : ['--agent', agent])];
-        const r = cli(args);
-        const e = JSON.parse(r.stdout);
-        if (hook === undefined) {
-          assert.equal(e.decision, 'pass', what);
-        } else if (hook.block) {
-          assert.equal(e.decision, 'block', what);
-          assert.equal(e.reason, hook.blockReason, what);
-        } else {
-          assert.equal(e.decision, 'rewrite', what);
-          // Every param explain says is set, the hook set to that value (tokens by fingerprint).
-          for (const { param, value } of e.sets) {
-            const got = hook.params[param];
-            assertSameToken(value.startsWith('sha256:') ? `sha256:${fingerprint(got)}` : JSON.stringify(got), value, `${what} ${param}`);
-          }
-          assert.equal(e.sets.some((s) => s.param === 'auth_token'), e.token.status === 'injected', what);
+      for (const agent of [FRANCIS, DALI, 'ghost', undefined]) {
+        for (const tool of ['claw-os__claw_notes', 'exec']) {
+          assertSameAsHook(layer, cfg, tokens, { agent, tool }, `${onMissingToken} ${agent} ${tool}`);
         }
-        const injected = Object.hasOwn(tokens, agent ?? '') && hook?.params?.auth_token === tokens[agent];
-        assert.equal(injected, e.token.status === 'injected', what);
-        assert.equal(r.code, e.ok ? 0 : 1, what);
-        assert.equal(e.ok, !hook?.block && e.token.status !== 'missing', what);
       }
     } finally {
       layer.close();
     }
   }
+});
+
+test('explain takes the hook\'s decision for the rules that read params and the session', () => {
+  const { dir, map, tokens } = healthy();
+  const cfg = config(dir, `{ plugins: { entries: { "claw-identity": { enabled: true, config: { tokenMapPath: "${map}" } } } } }`);
+  const layer = new IdentityLayer({ tokenMapPath: map, logger: { info() {}, warn() {}, error() {} } });
+  const main = `agent:${FRANCIS}:main`;
+  const decisions = new Set();
+  try {
+    for (const call of [
+      { tool: 'sessions_send', params: { agentId: 'pepito--atlas', message: 'hi' } },
+      { tool: 'sessions_send', params: { agentId: DALI, message: 'hi' } },
+      { tool: 'sessions_send', params: { label: 'somebody', message: 'hi' } },
+      { tool: 'sessions_spawn', params: { agentId: DALI, task: 'draw' } },
+      { tool: 'sessions_spawn', params: { task: 'draw' } },
+      { tool: 'workboard_list', params: { boardId: 'someone-elses' } },
+      { tool: 'claw-os__claw_notes', params: {} },
+      { tool: 'claw-os__claw_notes', params: {}, sessionKey: `agent:${FRANCIS}:subagent:1` },
+    ]) {
+      const what = `${call.tool} ${JSON.stringify(call.params)}`;
+      decisions.add(assertSameAsHook(layer, cfg, tokens, { agent: FRANCIS, sessionKey: main, ...call }, what));
+    }
+  } finally {
+    layer.close();
+  }
+  assert.ok(decisions.has('block') && decisions.has('rewrite'), [...decisions].join(','));
 });
 
 test('explain shows a rewrite with the rule, the reason and the token as a fingerprint only', () => {

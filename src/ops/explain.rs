@@ -82,6 +82,12 @@ pub struct Explanation {
     pub reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval: Option<Approval>,
+    /// A session the plugin creates before the call runs, if it is missing
+    /// (`agent:<id>:...`); the call is blocked if that fails.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ensures_session: Option<String>,
+    /// What explain could not know that the plugin in a gateway would.
+    pub notes: Vec<String>,
     /// The call runs, with its agent's token when it needs one.
     pub ok: bool,
 }
@@ -138,7 +144,22 @@ pub fn run(args: &ExplainArgs<'_>) -> Result<Explanation, String> {
         loaded: error.is_none(),
         stale: false,
     };
-    let d = engine.decide(&call, &view);
+    let mut d = engine.decide(&call, &view);
+    let mut notes = Vec::new();
+    // A sub-agent's conversation is its spawner's, recorded in OpenClaw's
+    // session store, which only the gateway can read: decide as the plugin
+    // does when the store records none.
+    for _ in 0..16 {
+        let Some(s) = d.need_lineage.take() else {
+            break;
+        };
+        engine.note_spawn(&s.session_key, None);
+        notes.push(format!(
+            "the spawner of sub-agent session {} is in OpenClaw's session store, which explain cannot read; explained as if none were recorded",
+            shown(&s.session_key)
+        ));
+        d = engine.decide(&call, &view);
+    }
 
     let agent = args.agent.map(shown);
     let agent_q = format!("agent \"{}\"", agent.as_deref().unwrap_or(""));
@@ -210,11 +231,22 @@ pub fn run(args: &ExplainArgs<'_>) -> Result<Explanation, String> {
             )
         }
         Verdict::RequireApproval { title, description } => {
+            sets = d
+                .approval_patch
+                .iter()
+                .map(|(k, v)| SetParam {
+                    param: shown(k),
+                    value: shown_value(v),
+                })
+                .collect();
             approval = Some(Approval {
                 title: redact::scrub(title),
                 description: redact::scrub(description),
             });
-            ("ask", "OpenClaw asks the user before the call runs".into())
+            (
+                "ask",
+                "OpenClaw asks the user before the call runs; once approved, it runs with the params below set".into(),
+            )
         }
     };
     let ok = decision != "block" && token.status != "missing";
@@ -235,6 +267,11 @@ pub fn run(args: &ExplainArgs<'_>) -> Result<Explanation, String> {
         sets,
         reason,
         approval,
+        ensures_session: d
+            .ensure_session
+            .as_ref()
+            .map(|e| shown(&e.session.session_key)),
+        notes,
         ok,
     })
 }
@@ -273,6 +310,15 @@ impl Explanation {
         }
         if let Some(a) = &self.approval {
             line("asks", &format!("{}: {}", a.title, a.description));
+        }
+        if let Some(s) = &self.ensures_session {
+            line(
+                "creates",
+                &format!("{s} first, if missing (the call is blocked if that fails)"),
+            );
+        }
+        for n in &self.notes {
+            line("note", n);
         }
         out
     }
@@ -382,6 +428,75 @@ mod tests {
             e.token.why,
             "the map could not be loaded, so no agent has a token"
         );
+    }
+
+    fn explain_call(
+        map: &Path,
+        agent: &str,
+        session: &str,
+        tool: &str,
+        params: serde_json::Value,
+    ) -> Explanation {
+        let serde_json::Value::Object(params) = params else {
+            panic!("params must be an object")
+        };
+        run(&ExplainArgs {
+            map: Some(map.to_str().unwrap()),
+            config: None,
+            agent: Some(agent),
+            tool,
+            session_key: Some(session),
+            params: &params,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn rules_that_read_params_get_them_as_from_the_hook() {
+        let (m, _) = setup("params", "{}");
+        let main = "agent:paco--francis:main";
+        let e = explain_call(
+            &m,
+            "paco--francis",
+            main,
+            "sessions_send",
+            serde_json::json!({"agentId": "pepito--atlas", "message": "hi"}),
+        );
+        assert_eq!(
+            (e.decision, e.rule, e.ok),
+            ("block", Some("cross-user-send"), false)
+        );
+        let e = explain_call(
+            &m,
+            "paco--francis",
+            main,
+            "sessions_send",
+            serde_json::json!({"agentId": "paco--dali", "message": "hi"}),
+        );
+        assert_eq!(
+            (e.decision, e.rule),
+            ("rewrite", Some("delegation-session"))
+        );
+        assert_eq!(e.sets[0].param, "sessionKey");
+        assert_eq!(
+            e.ensures_session.as_deref(),
+            Some(e.sets[0].value.trim_matches('"'))
+        );
+    }
+
+    #[test]
+    fn a_sub_agent_call_is_decided_as_with_no_recorded_spawner_and_says_so() {
+        let (m, _) = setup("lineage", "{}");
+        let e = explain_call(
+            &m,
+            "paco--francis",
+            "agent:paco--francis:subagent:1",
+            "claw-os__x",
+            serde_json::json!({}),
+        );
+        assert_eq!(e.decision, "rewrite");
+        assert_eq!(e.notes.len(), 1);
+        assert!(e.render().contains("  note      the spawner of sub-agent session agent:paco--francis:subagent:1 is in OpenClaw's session store"));
     }
 
     #[test]
