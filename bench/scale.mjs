@@ -42,6 +42,19 @@ async function child(file, agents) {
   globalThis.gc();
   const rss1 = process.memoryUsage.rss();
 
+  // One reload at this size, before the per-call loop grows the JS heap: the
+  // parent prepared the next map (one token changed); rename it over the map.
+  // Old map, new map, file bytes and parse state coexist for a moment.
+  const reloads = layer.stats().reloads;
+  const t1 = now();
+  fs.renameSync(`${file}.next`, file);
+  while (layer.stats().reloads === reloads) {
+    if (now() - t1 > 30_000_000_000n) throw new Error('bench: the map was not reloaded');
+    await new Promise((r) => setTimeout(r, 1));
+  }
+  const reloadMs = Number(now() - t1) / 1e6;
+  const peakMiB = (process.resourceUsage().maxRSS * 1024 - rss0) / 2 ** 20;
+
   const ctxs = ids.map((id) => ({ agentId: id, sessionKey: `agent:${id}:main` }));
   const ev = { toolName: 'claw-os__claw_notes', params: { action: 'search', query: 'groceries', limit: 20, tags: ['home'], auth_token: 'x' } };
   let k = 0;
@@ -67,6 +80,8 @@ async function child(file, agents) {
   return {
     loadMs,
     rssMiB: (rss1 - rss0) / 2 ** 20,
+    reloadMs,
+    peakMiB,
     ns: median(rounds.map((r) => r.owned)),
     vsNoop: pairedRatio(rounds, 'owned', 'noop'),
     plainParseMs: median(parse),
@@ -82,6 +97,8 @@ export function scale({ sizes = [10, 1_000, 100_000], samples = 9, clock = 'wall
       const file = path.join(tmp.dir, 'agent-tokens.json');
       writeMapAtomic(file, map);
       const agents = Object.keys(map).length;
+      map[agentId(0)] = randomToken();
+      fs.writeFileSync(`${file}.next`, JSON.stringify(map), { mode: 0o600 });
       const out = execFileSync(process.execPath, ['--expose-gc', SELF, '--child', file, String(agents)], {
         encoding: 'utf8',
         env: { ...process.env, BENCH_SAMPLES: String(samples), BENCH_CLOCK: clock },
