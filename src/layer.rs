@@ -10,9 +10,9 @@ use parking_lot::Mutex;
 use sha2::{Digest, Sha256};
 
 use crate::engine::{Decision, Engine, MapView, TokenStatus};
-use crate::log::Log;
+use crate::log::{Level, Log};
 use crate::options::Options;
-use crate::redact::shown;
+use crate::redact::Shown;
 use crate::rules::{ToolCall, Verdict};
 use crate::token_map::{self, GateOptions, MapError, TokenMap, DEFAULT_MAX_MAP_BYTES};
 use crate::watcher::{Trigger, WatchConfig, Watcher};
@@ -228,31 +228,37 @@ impl Shared {
         if matches!(d.token, TokenStatus::Injected(_)) && !self.log.info_enabled() {
             return;
         }
-        let agent = call.agent_id.map(shown);
-        let agent = agent.as_deref().unwrap_or("<none>");
+        // The per-call lines: `Log::line` and `Shown` format them once, without allocating on the way.
+        let agent = Shown(call.agent_id.unwrap_or("<none>"));
         match d.token {
-            TokenStatus::Injected(_) => self.log.info(format_args!(
-                "before_tool_call tool={} agent={agent} token-status=ok",
-                shown(call.tool)
-            )),
-            TokenStatus::Missing(why) => self.log.warn(format_args!(
-                "before_tool_call tool={} agent={agent} token-status=missing ({why:?}){}",
-                shown(call.tool),
-                if matches!(d.verdict, Verdict::Block(_)) {
-                    "; blocked"
-                } else {
-                    "; passed unchanged"
-                }
-            )),
+            TokenStatus::Injected(_) => self.log.line(
+                Level::Info,
+                format_args!(
+                    "before_tool_call tool={} agent={agent} token-status=ok",
+                    Shown(call.tool)
+                ),
+            ),
+            TokenStatus::Missing(why) => self.log.line(
+                Level::Warn,
+                format_args!(
+                    "before_tool_call tool={} agent={agent} token-status=missing ({why:?}){}",
+                    Shown(call.tool),
+                    if matches!(d.verdict, Verdict::Block(_)) {
+                        "; blocked"
+                    } else {
+                        "; passed unchanged"
+                    }
+                ),
+            ),
             TokenStatus::NotOwned => {}
         }
         if let (Verdict::Block(reason), false) =
             (&d.verdict, matches!(d.token, TokenStatus::Missing(_)))
         {
-            self.log.warn(format_args!(
-                "blocked tool={} agent={agent}: {reason}",
-                shown(call.tool)
-            ));
+            self.log.line(
+                Level::Warn,
+                format_args!("blocked tool={} agent={agent}: {reason}", Shown(call.tool)),
+            );
         }
     }
 

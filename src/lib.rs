@@ -14,6 +14,8 @@ pub mod watcher;
 
 pub use layer::{Layer, Stats};
 
+use std::cell::Cell;
+use std::mem::MaybeUninit;
 use std::sync::Arc;
 
 use parking_lot::RwLock;
@@ -39,6 +41,84 @@ type LogFn = ThreadsafeFunction<
     true,
     1024,
 >;
+
+thread_local! {
+    /// Set by `JsThreadLog::enter` while `decide` runs on this (JS) thread.
+    static JS_LOG: Cell<Option<(sys::napi_env, sys::napi_value)>> = const { Cell::new(None) };
+}
+
+/// While `decide` runs, the lines the layer logs (the per-call line) go
+/// straight to the log function it was given, on the JS thread, instead of
+/// through the threadsafe function: that path costs a queue push, a wake-up
+/// of the event loop (an eventfd write per call) and a second native-to-JS
+/// call, about 1 µs a line here, more than the rest of the call (measured,
+/// see BENCHMARKS.md). Lines from the watcher thread still take the
+/// threadsafe function. Only the deciding layer logs during its `decide`, so
+/// its lines reach its own logger.
+struct JsThreadLog(Option<(sys::napi_env, sys::napi_value)>);
+
+impl JsThreadLog {
+    /// # Safety
+    /// `env` and `log` must be valid for the current callback, and the guard
+    /// dropped before it returns. A `log` that is not a function leaves lines
+    /// on the threadsafe function.
+    unsafe fn enter(env: sys::napi_env, log: sys::napi_value) -> JsThreadLog {
+        let mut t = sys::ValueType::napi_undefined;
+        let f = (!log.is_null()
+            && sys::napi_typeof(env, log, &mut t) == sys::Status::napi_ok
+            && t == sys::ValueType::napi_function)
+            .then_some((env, log));
+        JsThreadLog(JS_LOG.with(|c| c.replace(f)))
+    }
+
+    /// Delivers `line` if a `decide` on this thread set a log function.
+    fn write(level: Level, line: &str) -> Option<bool> {
+        let (env, f) = JS_LOG.with(Cell::get)?;
+        // SAFETY: set by `enter` for the duration of a callback on this thread.
+        Some(unsafe { call_log(env, f, level, line) })
+    }
+}
+
+impl Drop for JsThreadLog {
+    fn drop(&mut self) {
+        JS_LOG.with(|c| c.set(self.0));
+    }
+}
+
+/// A JS string from Rust text; ASCII is valid Latin-1, which V8 takes without decoding.
+unsafe fn js_string(env: sys::napi_env, s: &str) -> Option<sys::napi_value> {
+    let mut out = std::ptr::null_mut();
+    let st = if s.is_ascii() {
+        sys::napi_create_string_latin1(env, s.as_ptr().cast(), s.len() as isize, &mut out)
+    } else {
+        sys::napi_create_string_utf8(env, s.as_ptr().cast(), s.len() as isize, &mut out)
+    };
+    (st == sys::Status::napi_ok).then_some(out)
+}
+
+/// Calls `log(level, line)`. False (counted as a dropped line) if that threw:
+/// the JS half's log function catches logger errors, so that is unexpected,
+/// and the exception is cleared so it cannot fail the tool call.
+unsafe fn call_log(env: sys::napi_env, f: sys::napi_value, level: Level, line: &str) -> bool {
+    let (Some(lvl), Some(text)) = (js_string(env, level.as_str()), js_string(env, line)) else {
+        return false;
+    };
+    let mut recv = std::ptr::null_mut();
+    let mut result = std::ptr::null_mut();
+    let args = [lvl, text];
+    if sys::napi_get_undefined(env, &mut recv) == sys::Status::napi_ok
+        && sys::napi_call_function(env, recv, f, 2, args.as_ptr(), &mut result)
+            == sys::Status::napi_ok
+    {
+        return true;
+    }
+    let mut pending = false;
+    if sys::napi_is_exception_pending(env, &mut pending) == sys::Status::napi_ok && pending {
+        let mut e = std::ptr::null_mut();
+        sys::napi_get_and_clear_last_exception(env, &mut e);
+    }
+    false
+}
 
 /// Live layers by handle. The hot-path function takes a handle rather than
 /// being a class method: a napi-rs method call costs about 400 ns more than
@@ -96,6 +176,13 @@ impl NativeLayer {
         log_info: Option<bool>,
     ) -> Result<Self> {
         let opts = Options::from_json(&options_json).map_err(invalid)?;
+        // Lines logged while the layer starts (on this thread) go straight to
+        // `log`, like a decision's, so they stay ahead of the first call's.
+        let _log_here = log.as_ref().map(|f| {
+            let v = f.value();
+            // SAFETY: `f` is an argument of this callback; the guard drops before it returns.
+            unsafe { JsThreadLog::enter(v.env, v.value) }
+        });
         let log = match log {
             None => Log::silent(),
             Some(f) => {
@@ -106,6 +193,9 @@ impl NativeLayer {
                     .max_queue_size::<1024>()
                     .build()?;
                 let write = move |level: Level, line: String| {
+                    if let Some(delivered) = JsThreadLog::write(level, &line) {
+                        return delivered;
+                    }
                     tsfn.call(
                         FnArgs::from((level.as_str(), line)),
                         ThreadsafeFunctionCallMode::NonBlocking,
@@ -212,19 +302,16 @@ pub fn init(mut exports: Object, env: Env) -> Result<()> {
 /// Reads a JS string without allocating when it fits on the stack.
 /// Returns None for anything that is not a string.
 struct JsStr {
-    stack: [u8; 512],
+    stack: [MaybeUninit<u8>; 512],
     heap: Vec<u8>,
-    len: usize,
-    on_heap: bool,
 }
 
 impl JsStr {
     fn new() -> Self {
+        // Uninitialised: zeroing four of these cost about 5% of a call (measured).
         JsStr {
-            stack: [0; 512],
+            stack: [MaybeUninit::uninit(); 512],
             heap: Vec::new(),
-            len: 0,
-            on_heap: false,
         }
     }
 
@@ -234,22 +321,57 @@ impl JsStr {
         if value.is_null() {
             return None;
         }
+        // Tool names, agent ids and session keys are short ASCII. V8 copies a
+        // string out as UTF-16 with a plain widening loop, while its UTF-8
+        // writer was the largest single cost of a call (measured): read
+        // UTF-16, and narrow it when every unit is ASCII (then it is UTF-8).
+        let mut wide = [MaybeUninit::<u16>::uninit(); 128];
+        let mut n = 0usize;
+        if sys::napi_get_value_string_utf16(
+            env,
+            value,
+            wide.as_mut_ptr().cast(),
+            wide.len(),
+            &mut n,
+        ) != sys::Status::napi_ok
+        {
+            return None; // not a string
+        }
+        // Room left for the terminating NUL: the string was not cut.
+        if n + 1 < wide.len() {
+            // SAFETY: V8 wrote `n` units.
+            let units = std::slice::from_raw_parts(wide.as_ptr().cast::<u16>(), n);
+            // A fold rather than `all`: no early exit, so it vectorizes.
+            if units.iter().fold(0, |acc, &u| acc | u) < 0x80 {
+                for (dst, &u) in self.stack.iter_mut().zip(units) {
+                    dst.write(u as u8);
+                }
+                // SAFETY: `n` bytes were just written, all ASCII, which is UTF-8.
+                let bytes = std::slice::from_raw_parts(self.stack.as_ptr().cast::<u8>(), n);
+                return Some(std::str::from_utf8_unchecked(bytes));
+            }
+        }
+        self.read_utf8(env, value)
+    }
+
+    /// Any string: N-API's UTF-8 (lone surrogates become U+FFFD).
+    unsafe fn read_utf8(&mut self, env: sys::napi_env, value: sys::napi_value) -> Option<&str> {
         let mut written = 0usize;
-        let st = sys::napi_get_value_string_utf8(
+        if sys::napi_get_value_string_utf8(
             env,
             value,
             self.stack.as_mut_ptr().cast(),
             self.stack.len(),
             &mut written,
-        );
-        if st != sys::Status::napi_ok {
-            return None; // not a string
+        ) != sys::Status::napi_ok
+        {
+            return None;
         }
         // V8 writes whole characters only: with room for one more (4-byte)
         // character left over, the string was not cut.
-        if written + 1 + 4 <= self.stack.len() {
-            self.len = written;
-            self.on_heap = false;
+        let bytes = if written + 1 + 4 <= self.stack.len() {
+            // SAFETY: V8 wrote `written` bytes.
+            std::slice::from_raw_parts(self.stack.as_ptr().cast::<u8>(), written)
         } else {
             let mut len = 0usize;
             if sys::napi_get_value_string_utf8(env, value, std::ptr::null_mut(), 0, &mut len)
@@ -268,20 +390,13 @@ impl JsStr {
             {
                 return None;
             }
-            self.len = written;
-            self.on_heap = true;
-        }
-        let bytes = if self.on_heap {
-            &self.heap[..self.len]
-        } else {
-            &self.stack[..self.len]
+            &self.heap[..written]
         };
-        // N-API hands out UTF-8 (lone surrogates become U+FFFD); check anyway, it is cheap.
         std::str::from_utf8(bytes).ok()
     }
 }
 
-/// `decide(handle, tool, agentId, sessionKey, paramsJson, quiet)`, a raw
+/// `decide(handle, tool, agentId, sessionKey, paramsJson, quiet, log)`, a raw
 /// N-API callback because this is the hot path (every owned tool call).
 ///
 /// Returns `undefined` to pass. A rewrite that sets only the layer's
@@ -292,7 +407,9 @@ impl JsStr {
 /// 50 ns. Anything else is an object `{ patch }`, `{ block }` or
 /// `{ approval: { title, description } }`.
 /// `paramsJson` is given only for tools listed in `interest().tools`;
-/// `quiet` decides without logging or counting.
+/// `quiet` decides without logging or counting; `log`, the function the
+/// layer was built with, takes the lines logged during the call (see
+/// `JsThreadLog`).
 unsafe extern "C" fn decide_raw(
     env: sys::napi_env,
     info: sys::napi_callback_info,
@@ -311,8 +428,8 @@ unsafe fn decide_args(
     env: sys::napi_env,
     info: sys::napi_callback_info,
 ) -> std::result::Result<sys::napi_value, String> {
-    let mut argc = 6usize;
-    let mut argv = [std::ptr::null_mut(); 6];
+    let mut argc = 7usize;
+    let mut argv = [std::ptr::null_mut(); 7];
     if sys::napi_get_cb_info(
         env,
         info,
@@ -335,7 +452,7 @@ unsafe fn decide_args(
     };
     let agent_id = agent_buf.read(env, argv[2]);
     let session_key = session_buf.read(env, argv[3]);
-    let params: Params = match params_buf.read(env, argv[4]) {
+    let params: Params = match params_buf.read_utf8(env, argv[4]) {
         Some(json) => match serde_json::from_str(json) {
             Ok(serde_json::Value::Object(m)) => m,
             _ => Params::new(),
@@ -346,10 +463,18 @@ unsafe fn decide_args(
     if argc > 5 {
         let _ = sys::napi_get_value_bool(env, argv[5], &mut quiet);
     }
-    let layers = LAYERS.read();
-    let Some(Some(layer)) = layers.get(handle as usize) else {
+    // A clone, so the registry is not locked while a logger runs (it may call in again).
+    let Some(Some(layer)) = LAYERS.read().get(handle as usize).cloned() else {
         return Err("claw-identity: decide(): unknown layer handle".into());
     };
+    let _log_here = JsThreadLog::enter(
+        env,
+        if argc > 6 {
+            argv[6]
+        } else {
+            std::ptr::null_mut()
+        },
+    );
     let call = ToolCall {
         tool,
         agent_id,
