@@ -1,6 +1,7 @@
 // claw-identity: the OpenClaw plugin entry and the JS half of the identity
 // layer. Every decision is made in Rust (claw-identity.linux-x64-gnu.node);
 // this file only moves values between OpenClaw and the addon.
+import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 
 if (process.platform !== 'linux' || process.arch !== 'x64') {
@@ -17,6 +18,11 @@ export const { fingerprint, noop } = native;
 const PLUGIN_ID = 'claw-identity';
 const SECRET_RUN = /[0-9a-fA-F]{16,}/g;
 const kSafetyNet = Symbol('claw-identity.safetyNet');
+const kAttachSessions = Symbol('claw-identity.attachSessions');
+/** More spawner look-ups than this for one call means a broken session store. */
+const MAX_LINEAGE_LOOKUPS = 16;
+/** Tool call ids the trusted tier sent for approval, so the safety net does not ask again. */
+const MAX_ASKED = 1024;
 
 /** Text we did not write (an exception message) may hold anything: hide hex runs. */
 const scrub = (text) => String(text).replace(SECRET_RUN, '<redacted>');
@@ -89,6 +95,22 @@ function copyParams(params, adding = false) {
   return out;
 }
 
+/**
+ * The `sessions` option: OpenClaw's session store as the rules need it.
+ * `ensure(agentId, sessionKey)` creates a session if it does not exist
+ * (delegation sessions); `spawnerOf(agentId, sessionKey)` returns the key
+ * that spawned a sub-agent session (conversation routing).
+ */
+function checkSessions(sessions) {
+  if (sessions === undefined) return undefined;
+  if (typeof sessions?.ensure !== 'function' || typeof sessions?.spawnerOf !== 'function') {
+    throw new TypeError('claw-identity: options.sessions must have ensure and spawnerOf functions');
+  }
+  return sessions;
+}
+
+const toolCallIdOf = (event, ctx) => str(event?.toolCallId) ?? (ctx == null ? undefined : str(ctx.toolCallId));
+
 function alreadyApplied(params, patch) {
   for (const key of Object.keys(patch)) {
     const want = patch[key];
@@ -115,13 +137,16 @@ export class IdentityLayer {
   #internalErrors = 0;
   #blockOnMissing;
   #warnedUntrusted = false;
+  #sessions;
+  #asked = new Set();
 
   constructor(options = {}) {
     if (options === null || typeof options !== 'object' || Array.isArray(options)) {
       throw new TypeError('claw-identity: options must be an object');
     }
-    const { logger, ...rest } = options;
+    const { logger, sessions, ...rest } = options;
     this.#logger = checkLogger(logger);
+    this.#sessions = checkSessions(sessions);
     const log = this.#logger;
     // Lines from the watcher thread arrive through the event loop; lines of
     // a decision are given to it during `decide` (see JsThreadLog in lib.rs).
@@ -157,7 +182,56 @@ export class IdentityLayer {
     const agentId = ctx == null ? undefined : str(ctx.agentId);
     const sessionKey = ctx == null ? undefined : str(ctx.sessionKey);
     const json = this.#tools.has(tool) ? JSON.stringify(params) : undefined;
-    return native.decide(this.#handle, tool, agentId, sessionKey, json, quiet, this.#log);
+    let d = native.decide(this.#handle, tool, agentId, sessionKey, json, quiet, this.#log);
+    // A sub-agent's conversation is its spawner's, which only OpenClaw's
+    // session store knows: look it up once per session, then decide again.
+    for (let n = 0; typeof d === 'object' && d.lineage !== undefined; n++) {
+      if (n === MAX_LINEAGE_LOOKUPS) throw new Error('sub-agent lineage does not resolve');
+      const { agentId: owner, sessionKey: child } = d.lineage;
+      this.#native.noteSpawn(child, this.#spawnerOf(owner, child));
+      d = native.decide(this.#handle, tool, agentId, sessionKey, json, quiet, this.#log);
+    }
+    return d;
+  }
+
+  #spawnerOf(agentId, sessionKey) {
+    try {
+      const spawner = this.#sessions?.spawnerOf(agentId, sessionKey);
+      return typeof spawner === 'string' ? spawner : undefined;
+    } catch (err) {
+      this.#logger.warn(`[claw-identity] cannot read the spawner of a sub-agent session: ${scrub(err?.message ?? err)}`);
+      return undefined;
+    }
+  }
+
+  /** A decision that is not the plain string rewrite: maybe asks, maybe needs a session first. */
+  #result(d, params, event, ctx) {
+    if (d.approval !== undefined) this.#noteAsked(toolCallIdOf(event, ctx));
+    if (d.ensureSession === undefined || this.#sessions === undefined) return toResult(d, params, this.#slots);
+    return this.#ensureThen(d, params);
+  }
+
+  async #ensureThen(d, params) {
+    const { agentId, sessionKey, failureReason } = d.ensureSession;
+    try {
+      await this.#sessions.ensure(agentId, sessionKey);
+    } catch (err) {
+      this.#logger.warn(
+        `[claw-identity] cannot create delegation session agent=${scrub(agentId)}: ${scrub(err?.message ?? err)}`,
+      );
+      return { block: true, blockReason: failureReason };
+    }
+    return toResult(d, params, this.#slots);
+  }
+
+  #noteAsked(id) {
+    if (id === undefined) return;
+    if (this.#asked.size >= MAX_ASKED) this.#asked.clear();
+    this.#asked.add(id);
+  }
+
+  [kAttachSessions](sessions) {
+    this.#sessions = checkSessions(sessions);
   }
 
   /**
@@ -175,7 +249,9 @@ export class IdentityLayer {
       const raw = event.params;
       const params = raw !== null && typeof raw === 'object' && !Array.isArray(raw) ? raw : {};
       const d = this.#decide(tool, params, ctx, false);
-      return d === undefined ? undefined : toResult(d, params, this.#slots);
+      if (d === undefined) return undefined;
+      if (typeof d === 'string') return toResult(d, params, this.#slots);
+      return this.#result(d, params, event, ctx);
     } catch (err) {
       return this.#failed(tool, err);
     }
@@ -191,6 +267,9 @@ export class IdentityLayer {
       const params = raw !== null && typeof raw === 'object' && !Array.isArray(raw) ? raw : {};
       const check = this.#decide(tool, params, ctx, true);
       if (check === undefined) return undefined;
+      // The trusted tier asked already (approval requests are not params, so
+      // they can't be recognized as applied): asking twice would ask the user twice.
+      if (check.approval !== undefined && this.#asked.delete(toolCallIdOf(event, ctx))) return undefined;
       const patch = patchOf(check, this.#slots);
       if (patch !== undefined && alreadyApplied(params, patch)) return undefined;
       if (!this.#warnedUntrusted) {
@@ -200,7 +279,9 @@ export class IdentityLayer {
         );
       }
       const d = this.#decide(tool, params, ctx, false);
-      return d === undefined ? undefined : toResult(d, params, this.#slots);
+      if (d === undefined) return undefined;
+      if (typeof d === 'string') return toResult(d, params, this.#slots);
+      return this.#result(d, params, event, ctx);
     } catch (err) {
       return this.#failed(tool, err);
     }
@@ -280,10 +361,47 @@ function toResult(d, params, slots) {
     return { params: out };
   }
   if (d.block !== undefined) return { block: true, blockReason: d.block };
-  if (d.approval !== undefined) return { requireApproval: d.approval };
-  const out = copyParams(params);
-  for (const key of Object.keys(d.patch)) out[key] = d.patch[key];
-  return { params: out };
+  let out;
+  if (d.patch !== undefined) {
+    out = copyParams(params);
+    for (const key of Object.keys(d.patch)) out[key] = d.patch[key];
+  }
+  if (d.approval !== undefined) {
+    // OpenClaw's requireApproval shape (docs/plugins/hooks/tool-policy.md).
+    const { title, description, severity, allowedDecisions } = d.approval;
+    const requireApproval = { title, description, severity, allowedDecisions };
+    return out === undefined ? { requireApproval } : { params: out, requireApproval };
+  }
+  return out === undefined ? undefined : { params: out };
+}
+
+/**
+ * OpenClaw's session store, for the rules that need it: `ensure` creates a
+ * delegation session if it is missing (create-only and atomic: an existing
+ * session is left exactly as it is); `spawnerOf` reads which session spawned
+ * a sub-agent session (its entry's `spawnedBy`).
+ */
+function sessionStoreOf(api) {
+  let store;
+  try {
+    store = api.runtime?.agent?.session;
+  } catch {
+    return undefined;
+  }
+  if (typeof store?.patchSessionEntry !== 'function' || typeof store?.getSessionEntry !== 'function') return undefined;
+  return {
+    ensure: (agentId, sessionKey) =>
+      store.patchSessionEntry({
+        agentId,
+        sessionKey,
+        fallbackEntry: { sessionId: randomUUID(), updatedAt: Date.now() },
+        update: (_entry, context) => (context?.existingEntry === undefined ? {} : undefined),
+      }),
+    spawnerOf: (agentId, sessionKey) => {
+      const spawnedBy = store.getSessionEntry({ agentId, sessionKey })?.spawnedBy;
+      return typeof spawnedBy === 'string' ? spawnedBy : undefined;
+    },
+  };
 }
 
 let shared;
@@ -297,9 +415,12 @@ export function configure(options = {}) {
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
     throw new TypeError('claw-identity: options must be an object');
   }
-  const { logger, ...rest } = options;
+  const { logger, sessions, ...rest } = options;
   const key = JSON.stringify(rest);
-  if (shared !== undefined && key === sharedKey) return shared;
+  if (shared !== undefined && key === sharedKey) {
+    if (sessions !== undefined) shared[kAttachSessions](sessions);
+    return shared;
+  }
   const next = new IdentityLayer(options);
   shared?.close();
   shared = next;
@@ -383,7 +504,10 @@ export default {
   description:
     "Per-agent identity for MCP tools: injects each agent's auth_token from a live token map, and enforces the identity rules.",
   register(api) {
-    const layer = configure({ ...(api.pluginConfig ?? {}), logger: api.logger });
+    // Every registration's: OpenClaw may import this module again for a later
+    // (discovery) registration whose policy and hooks are then the ones that run.
+    const sessions = sessionStoreOf(api);
+    const layer = configure({ ...(api.pluginConfig ?? {}), logger: api.logger, sessions });
     let tier = 'the ordinary before_tool_call hook only (this OpenClaw has no trusted tool policies)';
     if (typeof api.registerTrustedToolPolicy === 'function') {
       api.registerTrustedToolPolicy({
@@ -396,6 +520,11 @@ export default {
     api.on('before_tool_call', (event, ctx) => layer[kSafetyNet](event, ctx), { priority: 100 });
     if (api.registrationMode === 'full') {
       api.logger.info(`[claw-identity] identity is enforced by ${tier}`);
+      if (sessions === undefined) {
+        api.logger.warn(
+          "[claw-identity] this OpenClaw offers no session store to plugins (api.runtime.agent.session): delegation sessions can't be created, so redirected sessions_send calls will fail, and sub-agent calls carry their own session as _conversation_id",
+        );
+      }
     }
   },
 };

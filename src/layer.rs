@@ -202,6 +202,9 @@ impl Drop for Layer {
 
 impl Shared {
     fn account(&self, call: &ToolCall<'_>, d: &Decision<'_>) {
+        if d.need_lineage.is_some() {
+            return; // not a decision yet: the call is decided again (and counted) once the lineage is known
+        }
         let c = &self.counters;
         match d.token {
             TokenStatus::Injected(_) => {

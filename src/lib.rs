@@ -265,6 +265,13 @@ impl NativeLayer {
     pub fn close(&self) {
         self.layer.close();
     }
+
+    /// Records who spawned the sub-agent session `child` (`spawner` absent
+    /// or empty: nobody recorded), as a `{ lineage }` decision asked.
+    #[napi]
+    pub fn note_spawn(&self, child: String, spawner: Option<String>) {
+        self.layer.engine().note_spawn(&child, spawner.as_deref());
+    }
 }
 
 impl Drop for NativeLayer {
@@ -404,8 +411,10 @@ impl JsStr {
 /// the conversation id) comes back as one string, the slot values joined by
 /// NUL in slot order with an empty value for a slot left alone: building a
 /// JS object through N-API costs about 1 µs here (measured), a string about
-/// 50 ns. Anything else is an object `{ patch }`, `{ block }` or
-/// `{ approval: { title, description } }`.
+/// 50 ns. Anything else is an object (see `decision_object`): `{ patch }`,
+/// `{ block }` or `{ approval, patch? }`, with `ensureSession` when a session
+/// must exist before the call runs, or `{ lineage }` when the decision needs
+/// a sub-agent's spawner first.
 /// `paramsJson` is given only for tools listed in `interest().tools`;
 /// `quiet` decides without logging or counting; `log`, the function the
 /// layer was built with, takes the lines logged during the call (see
@@ -482,7 +491,7 @@ unsafe fn decide_args(
         params: &params,
     };
     let slots = &layer.engine().interest().slots;
-    let to_js = |d: &engine::Decision<'_>| verdict_to_js(env, &d.verdict, slots);
+    let to_js = |d: &engine::Decision<'_>| decision_to_js(env, d, slots);
     if quiet {
         layer.explain(&call, to_js)
     } else {
@@ -516,17 +525,19 @@ fn slot_patch(patch: &[(String, serde_json::Value)], slots: &[String]) -> Option
     Some(out)
 }
 
-unsafe fn verdict_to_js(
+unsafe fn decision_to_js(
     env: sys::napi_env,
-    verdict: &Verdict,
+    d: &engine::Decision<'_>,
     slots: &[String],
 ) -> std::result::Result<sys::napi_value, String> {
+    let verdict = &d.verdict;
     let mut out = std::ptr::null_mut();
-    if let Verdict::Pass = verdict {
+    let plain = d.need_lineage.is_none() && d.ensure_session.is_none();
+    if let (Verdict::Pass, true) = (verdict, plain) {
         sys::napi_get_undefined(env, &mut out);
         return Ok(out);
     }
-    if let Verdict::Rewrite(patch) = verdict {
+    if let (Verdict::Rewrite(patch), true) = (verdict, plain) {
         if let Some(s) = slot_patch(patch, slots) {
             // ASCII (always, for hex tokens) is valid Latin-1, which V8 takes without decoding.
             let st = if s.is_ascii() {
@@ -541,28 +552,58 @@ unsafe fn verdict_to_js(
         }
     }
     let env = Env::from_raw(env);
-    verdict_object(&env, verdict)
-        .map_err(|e| format!("claw-identity: cannot build the decision: {e}"))
+    decision_object(&env, d).map_err(|e| format!("claw-identity: cannot build the decision: {e}"))
 }
 
-fn verdict_object(env: &Env, verdict: &Verdict) -> Result<sys::napi_value> {
+fn patch_object(env: &Env, patch: &[(String, serde_json::Value)]) -> Result<Object<'static>> {
+    let mut p = Object::new(env)?;
+    for (key, value) in patch {
+        p.set(key, value.clone())?;
+    }
+    Ok(p)
+}
+
+fn session_object(env: &Env, s: &engine::SessionRef) -> Result<Object<'static>> {
+    let mut o = Object::new(env)?;
+    o.set("agentId", s.agent_id.as_str())?;
+    o.set("sessionKey", s.session_key.as_str())?;
+    Ok(o)
+}
+
+/// `{ patch }`, `{ block }`, `{ approval, patch? }`, each with an optional
+/// `ensureSession: { agentId, sessionKey, failureReason }`; or
+/// `{ lineage: { agentId, sessionKey } }` when the decision needs the
+/// spawner of that sub-agent session first (see `noteSpawn`).
+fn decision_object(env: &Env, d: &engine::Decision<'_>) -> Result<sys::napi_value> {
     let mut out = Object::new(env)?;
-    match verdict {
+    if let Some(need) = &d.need_lineage {
+        out.set("lineage", session_object(env, need)?)?;
+        // SAFETY: `out` belongs to `env`, which is live for this callback.
+        return unsafe { Object::to_napi_value(env.raw(), out) };
+    }
+    match &d.verdict {
         Verdict::Pass => {}
-        Verdict::Rewrite(patch) => {
-            let mut p = Object::new(env)?;
-            for (key, value) in patch {
-                p.set(key, value.clone())?;
-            }
-            out.set("patch", p)?;
-        }
+        Verdict::Rewrite(patch) => out.set("patch", patch_object(env, patch)?)?,
         Verdict::Block(reason) => out.set("block", reason.as_str())?,
         Verdict::RequireApproval { title, description } => {
+            // OpenClaw's requireApproval shape. Per call only: a standing
+            // cross-user permission belongs in config grants, not in an
+            // "allow-always" click.
             let mut a = Object::new(env)?;
             a.set("title", title.as_str())?;
             a.set("description", description.as_str())?;
+            a.set("severity", "warning")?;
+            a.set("allowedDecisions", vec!["allow-once", "deny"])?;
             out.set("approval", a)?;
+            if !d.approval_patch.is_empty() {
+                out.set("patch", patch_object(env, &d.approval_patch)?)?;
+            }
         }
+    }
+    if let Some(e) = &d.ensure_session {
+        let mut o = session_object(env, &e.session)?;
+        o.set("failureReason", e.failure_reason.as_str())?;
+        out.set("ensureSession", o)?;
     }
     // SAFETY: `out` belongs to `env`, which is live for this callback.
     unsafe { Object::to_napi_value(env.raw(), out) }
