@@ -96,25 +96,28 @@ test('a map directory that does not exist at start is picked up when it appears'
   layer.close();
 });
 
-test('the watched directory deleted and recreated', async () => {
+test('the watched directory deleted and recreated (again and again: the inode number often comes back)', async () => {
   const root = tempDir();
   const dir = path.join(root, 'cfg');
   fs.mkdirSync(dir, { mode: 0o700 });
   const file = path.join(dir, 'm.json');
-  const t1 = randomToken();
-  writeMap(file, { [A]: t1 });
+  let current = randomToken();
+  writeMap(file, { [A]: current });
   const { layer } = open(file);
-  fs.rmSync(dir, { recursive: true });
-  await waitFor(() => layer.stats().lastError !== null, { what: 'the error' });
-  assert.equal(call(layer, A), t1);
-  fs.mkdirSync(dir, { mode: 0o700 });
-  const t2 = randomToken();
-  writeMapAtomic(file, { [A]: t2 });
-  await serves(layer, A, t2, 'the map in the recreated directory');
-  // And the new directory is really watched: a further change is seen.
-  const t3 = randomToken();
-  writeMapAtomic(file, { [A]: t3 });
-  await serves(layer, A, t3, 'a later change');
+  for (let round = 0; round < 10; round++) {
+    const errors = layer.stats().reloadErrors;
+    fs.rmSync(dir, { recursive: true });
+    await waitFor(() => layer.stats().reloadErrors > errors, { what: `the error of round ${round}` });
+    assert.equal(call(layer, A), current);
+    fs.mkdirSync(dir, { mode: 0o700 });
+    current = randomToken();
+    writeMapAtomic(file, { [A]: current });
+    await serves(layer, A, current, `the map in the recreated directory, round ${round}`);
+  }
+  // And the last directory is really watched: a further change is seen.
+  const last = randomToken();
+  writeMapAtomic(file, { [A]: last });
+  await serves(layer, A, last, 'a later change');
   layer.close();
 });
 
@@ -217,4 +220,27 @@ test('close stops watching and keeps the map in force', async () => {
   writeMapAtomic(file, { [A]: randomToken() });
   await new Promise((r) => setTimeout(r, 100));
   assert.equal(call(layer, A), t1);
+});
+
+test('a slow in-place write logs its failure once, not once per partial state', async () => {
+  const dir = tempDir();
+  const file = path.join(dir, 'm.json');
+  const t1 = randomToken();
+  writeMap(file, { [A]: t1 });
+  const { layer, log } = open(file);
+  const t2 = randomToken();
+  const full = JSON.stringify({ [A]: t2 });
+  // Each partial state fails at a different column of the parser.
+  for (let cut = 5; cut < full.length; cut += 9) {
+    const errors = layer.stats().reloadErrors;
+    fs.writeFileSync(file, full.slice(0, cut));
+    await waitFor(() => layer.stats().reloadErrors > errors, { what: `partial state ${cut}` });
+    assert.equal(call(layer, A), t1);
+  }
+  fs.writeFileSync(file, full);
+  await serves(layer, A, t2, 'the completed write');
+  await waitFor(() => log.has(/token map is loadable again/), { what: 'the recovery line' });
+  const warnings = log.lines.filter((l) => /token map not loaded/.test(l.line));
+  assert.equal(warnings.length, 1, log.text());
+  layer.close();
 });

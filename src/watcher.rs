@@ -185,7 +185,17 @@ impl Loop {
                             }
                         }
                     }
-                    if moved && self.retarget() {
+                    // A directory deleted and recreated may get the same inode
+                    // number back: when an event says the map's directory went
+                    // away, re-watch even if it looks the same.
+                    let on_map_dir = self.watched.as_ref().is_some_and(|w| w.0 == self.dir);
+                    let rewatched = moved
+                        && if on_map_dir {
+                            self.retarget_forced()
+                        } else {
+                            self.retarget()
+                        };
+                    if rewatched {
                         (self.on_trigger)(Trigger::Watching);
                     } else if changed {
                         (self.on_trigger)(Trigger::Changed);
@@ -241,7 +251,16 @@ impl Loop {
     /// it (the map is gone: the failed reload is what starts the
     /// `maxStaleSeconds` clock).
     fn retarget(&mut self) -> bool {
-        let before = self.watched.clone();
+        self.retarget_from(self.watched.clone(), false)
+    }
+
+    /// `retarget`, but the current watch is treated as dead.
+    fn retarget_forced(&mut self) -> bool {
+        let before = self.watched.take();
+        self.retarget_from(before, true)
+    }
+
+    fn retarget_from(&mut self, before: Option<DirId>, forced: bool) -> bool {
         // Directories can appear while we move down: loop until stable.
         for _ in 0..64 {
             let target = self.dir.ancestors().find_map(dir_id);
@@ -249,11 +268,10 @@ impl Loop {
                 break;
             }
             let target = target.expect("checked");
-            if let Some(w) = self.watcher.as_mut() {
-                if let Some(old) = &self.watched {
-                    let _ = w.unwatch(&old.0);
-                }
-            }
+            // A fresh backend, not unwatch + watch: after a watched directory
+            // is deleted, notify keeps its path registered, and watching the
+            // recreated directory under that path silently adds nothing.
+            self.watcher = None;
             if let Err(e) = self.watch(&target.0) {
                 if matches!(e.kind, notify::ErrorKind::PathNotFound) {
                     // The directory vanished between the check and the watch: try again.
@@ -280,7 +298,7 @@ impl Loop {
             self.watched = Some(target);
         }
         let on_dir = |w: &Option<DirId>| w.as_ref().is_some_and(|w| w.0 == self.dir);
-        self.watched != before && (on_dir(&self.watched) || on_dir(&before))
+        (forced || self.watched != before) && (on_dir(&self.watched) || on_dir(&before))
     }
 
     fn watch(&mut self, path: &Path) -> notify::Result<()> {
