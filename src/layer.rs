@@ -14,7 +14,9 @@ use crate::log::{Level, Log};
 use crate::options::Options;
 use crate::redact::Shown;
 use crate::rules::{ToolCall, Verdict};
-use crate::token_map::{self, GateOptions, MapError, TokenMap, DEFAULT_MAX_MAP_BYTES};
+use crate::token_map::{
+    self, GateOptions, MapError, MapErrorKind, TokenMap, DEFAULT_MAX_MAP_BYTES,
+};
 use crate::watcher::{Trigger, WatchConfig, Watcher};
 
 /// How often the watcher thread re-checks its target directory and staleness.
@@ -310,7 +312,16 @@ impl Shared {
     fn fail(&self, st: &mut ReloadState, e: MapError) {
         self.counters.reload_errors.fetch_add(1, Ordering::Relaxed);
         st.failing_since.get_or_insert_with(Instant::now);
-        if st.last_logged_error.as_deref() != Some(e.message.as_str()) {
+        // One failure, one line: a slow in-place write passes through many
+        // invalid states (each at a new column), so consecutive invalid
+        // contents count as one failure; other failures compare by message,
+        // numbers aside. `stats().lastError` always has the current one.
+        let key: String = if e.kind == MapErrorKind::Invalid {
+            "invalid content".to_owned()
+        } else {
+            e.message.chars().filter(|c| !c.is_ascii_digit()).collect()
+        };
+        if st.last_logged_error.as_deref() != Some(key.as_str()) {
             let snap = self.snapshot.load();
             let kept = if snap.loaded {
                 format!("keeping the last good map ({} agents)", snap.map.len())
@@ -319,7 +330,7 @@ impl Shared {
             };
             self.log
                 .warn(format_args!("token map not loaded: {}; {kept}", e.message));
-            st.last_logged_error = Some(e.message.clone());
+            st.last_logged_error = Some(key);
         }
         st.last_error = Some(e.message);
     }
