@@ -294,10 +294,14 @@ export class IdentityLayer {
     } catch {
       // nothing left to report to
     }
-    if (this.#blockOnMissing && typeof tool === 'string' && this.#owns(tool)) {
+    if (typeof tool !== 'string') return undefined;
+    // Fail closed where passing would bypass a guard: the rules' own tools
+    // (the cross-user guard denies by default), and every owned tool under
+    // onMissingToken "block".
+    if (this.#tools.has(tool) || (this.#blockOnMissing && this.#owns(tool))) {
       return {
         block: true,
-        blockReason: 'auth-token: claw-identity could not decide this call, so it was not run; do not retry it. The operator will find the error in the gateway log.',
+        blockReason: `${this.#tools.has(tool) ? 'claw-identity' : 'auth-token'}: claw-identity could not decide this call, so it was not run; do not retry it. The operator will find the error in the gateway log.`,
       };
     }
     return undefined;

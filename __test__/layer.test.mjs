@@ -152,6 +152,19 @@ test('an internal failure on an owned call fails closed under onMissingToken "bl
   layer.close();
 });
 
+test('an internal failure on a rule\'s own tool fails closed even under onMissingToken "pass"', () => {
+  const { layer } = setup();
+  const params = { message: 'hi', get agentId() { throw new Error('agentId getter'); } };
+  const r = layer.beforeToolCall({ toolName: 'sessions_send', params }, { agentId: FRANCIS });
+  recordEmitted('blockReason', r?.blockReason);
+  assert.equal(r?.block, true);
+  assert.match(r.blockReason, /^claw-identity: claw-identity could not decide this call/);
+  // An owned MCP tool under "pass" still passes: there is no guard to bypass there.
+  const p = layer.beforeToolCall({ toolName: 'claw-os__claw_notes', get params() { throw new Error('x'); } }, { agentId: FRANCIS });
+  assert.equal(p, undefined);
+  layer.close();
+});
+
 test('lookups are exact and prototype-safe', () => {
   const { layer } = setup();
   for (const agentId of ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', '', 'PACO--FRANCIS', 'paco--francis ']) {
