@@ -87,8 +87,9 @@ async function main() {
 
     // Turn 1: francis saves a note, with a token the model made up.
     out(bold('1. francis saves a note, passing a token the model made up'));
-    const seed1 = `demo-notes-${run.runId}`;
-    const conv1 = `demo-conv-${run.runId}`;
+    // Short seeds: a 16+ hex run in a prompt is redacted as a possible secret (by OpenClaw and by us).
+    const seed1 = `notes-${run.runId.slice(0, 8)}`;
+    const conv1 = `conv-${run.runId.slice(0, 8)}`;
     const wrong1 = fakeToken(seed1);
     const r1 = await step('francis: claw_notes', () =>
       h.agentViaGateway(run, { agent: FRANCIS, message: `Please save a note. ${marker('notes', { wrong: seed1, conv: conv1 })}` }),
@@ -101,7 +102,7 @@ async function main() {
 
     // Turn 2: francis delegates to dali.
     out(bold('2. francis delegates to dali, who records audio'));
-    const seed2 = `demo-spawn-${run.runId}`;
+    const seed2 = `spawn-${run.runId.slice(0, 8)}`;
     const wrong2 = fakeToken(seed2);
     const r2 = await step('francis: delegate to paco--dali', () =>
       h.agentViaGateway(run, { agent: FRANCIS, message: `Ask dali to record it. ${marker('spawn', { agent: DALI, child: 'audio', wrong: seed2 })}` }),
@@ -115,7 +116,10 @@ async function main() {
     }
     const audio = await step("dali: claw_audio (in dali's own session)", () =>
       h.waitFor(() => h.readCalls(run).find((c) => c.tool === 'claw_audio'), { timeoutMs: 180_000, what: "dali's claw_audio call", progressMs: 1e9 }),
-    );
+    ).catch((err) => {
+      for (const r of spawnResult) out(dim(`     ${r.name}: ${h.scrub(String(r.result ?? '')).slice(0, 700)}`));
+      throw err;
+    });
     out(`     the model sent     auth_token = ${yellow(fp(wrong2))}  ${dim('(made up again)')}`);
     out(`     claw-os received   auth_token = ${green(fp(audio.args.auth_token))}  → ${bold(verdict(audio.args.auth_token, tokens, wrong2))}`);
     if (audio.args._conversation_id) out(`     and _conversation_id = ${dim(audio.args._conversation_id)}`);
