@@ -139,6 +139,8 @@ export class IdentityLayer {
   #warnedUntrusted = false;
   #sessions;
   #asked = new Set();
+  /** toolCallId → the string rewrite this layer returned for it, so the safety net can check without deciding again. */
+  #applied = new Map();
 
   constructor(options = {}) {
     if (options === null || typeof options !== 'object' || Array.isArray(options)) {
@@ -250,11 +252,20 @@ export class IdentityLayer {
       const params = raw !== null && typeof raw === 'object' && !Array.isArray(raw) ? raw : {};
       const d = this.#decide(tool, params, ctx, false);
       if (d === undefined) return undefined;
-      if (typeof d === 'string') return toResult(d, params, this.#slots);
+      if (typeof d === 'string') {
+        this.#remember(toolCallIdOf(event, ctx), d);
+        return toResult(d, params, this.#slots);
+      }
       return this.#result(d, params, event, ctx);
     } catch (err) {
       return this.#failed(tool, err);
     }
+  }
+
+  #remember(id, d) {
+    if (id === undefined) return;
+    if (this.#applied.size >= MAX_ASKED) this.#applied.clear();
+    this.#applied.set(id, d);
   }
 
   /** The ordinary-hook safety net: a no-op when the trusted tier already did the work. */
@@ -265,6 +276,14 @@ export class IdentityLayer {
       if (typeof tool !== 'string' || !this.#owns(tool)) return undefined;
       const raw = event.params;
       const params = raw !== null && typeof raw === 'object' && !Array.isArray(raw) ? raw : {};
+      // The trusted policy decided this very call a moment ago: check that its
+      // rewrite is in place instead of deciding again (a second native call).
+      const id = toolCallIdOf(event, ctx);
+      const applied = id === undefined ? undefined : this.#applied.get(id);
+      if (applied !== undefined) {
+        this.#applied.delete(id);
+        if (alreadyApplied(params, patchOf(applied, this.#slots))) return undefined;
+      }
       const check = this.#decide(tool, params, ctx, true);
       if (check === undefined) return undefined;
       // The trusted tier asked already (approval requests are not params, so

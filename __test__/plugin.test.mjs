@@ -135,3 +135,26 @@ test('without registerTrustedToolPolicy (older OpenClaw) the hook alone enforces
   assert.equal(r.params.auth_token, token);
   await waitFor(() => log.has(/enforced by the ordinary before_tool_call hook only/), { what: 'the tier line' });
 });
+
+test('the safety net checks the policy\'s own rewrite of the same call instead of deciding again', async () => {
+  const t1 = randomToken();
+  const file = mapWith({ 'paco--francis': t1 });
+  const { api, log } = fakeApi({ tokenMapPath: file });
+  plugin.register(api);
+  const ctx = { agentId: 'paco--francis', toolCallId: 'call-1' };
+  const event = { toolName: 'claw-os__claw_notes', params: { auth_token: 'wrong' }, toolCallId: 'call-1' };
+  const decided = api.policies[0].evaluate(event, ctx);
+  assert.equal(decided.params.auth_token, t1);
+  // The map rotates between the two tiers: deciding again would see a new
+  // token, call the policy's rewrite undone, and apply the new one.
+  const t2 = randomToken();
+  writeMap(file, { 'paco--francis': t2 });
+  await waitFor(() => api.policies[0].evaluate({ ...event, toolCallId: 'probe' }, { ...ctx, toolCallId: 'probe' }).params.auth_token === t2, { what: 'the rotated map' });
+  assert.equal(api.hooks[0].handler({ ...event, params: decided.params }, ctx), undefined);
+  // A rewrite that is not in place is still applied.
+  const again = api.policies[0].evaluate({ ...event, toolCallId: 'call-2' }, { ...ctx, toolCallId: 'call-2' });
+  assert.equal(again.params.auth_token, t2);
+  const fixed = api.hooks[0].handler({ ...event, toolCallId: 'call-2' }, { ...ctx, toolCallId: 'call-2' });
+  assert.equal(fixed.params.auth_token, t2);
+  await waitFor(() => log.has(/trusted tool-policy tier did not run/), { what: 'the loud line for the undone rewrite' });
+});
