@@ -105,12 +105,13 @@ describe("claw-identity in a running gateway (default rules)", () => {
 
   it("scenario 6: the log has the load and decision lines; no token from the map appears outside the MCP server's record", async () => {
     const { run } = s;
-    const lines = h.logMessages(run);
-    assert.ok(lines.some((l) => /plugin loaded; token map = /.test(l)), "log lacks `plugin loaded; token map = ...`");
-    assert.ok(
-      lines.some((l) => l.includes(`before_tool_call tool=claw-os__claw_notes agent=${FRANCIS} token-status=ok`)),
-      "log lacks `before_tool_call tool=claw-os__claw_notes agent=paco--francis token-status=ok`",
-    );
+    // The gateway writes its log file asynchronously: wait for the lines.
+    const has = (test) => h.logMessages(run).some(test);
+    await h.waitFor(() => has((l) => /plugin loaded; token map = /.test(l)), { timeoutMs: 30_000, what: "`plugin loaded; token map = ...` in the log" });
+    await h.waitFor(() => has((l) => l.includes(`before_tool_call tool=claw-os__claw_notes agent=${FRANCIS} token-status=ok`)), {
+      timeoutMs: 30_000,
+      what: "`before_tool_call tool=claw-os__claw_notes agent=paco--francis token-status=ok` in the log",
+    });
     // The MCP server did receive tokens from the map (so the scan below means something)...
     const received = h.readCalls(run).map((c) => h.who(c.args.auth_token, s.allTokens));
     assert.ok(received.includes(FRANCIS), `received: ${received.join(", ")}`);
@@ -146,9 +147,11 @@ describe("claw-identity in a running gateway (spawn-redirect off: a real cross-a
     assert.equal(h.who(sent, s.tokens, { "model's wrong token": fakeToken(wrong) }), "model's wrong token");
     // ...and the server got dali's, not francis's (the parent) nor the model's.
     assert.equal(h.who(calls[0].args.auth_token, s.tokens, { "model's wrong token": fakeToken(wrong) }), DALI);
-    assert.ok(
-      h.logMessages(s.run).some((l) => l.includes(`before_tool_call tool=claw-os__claw_audio agent=${DALI} token-status=ok`)),
-      "log lacks dali's claw_audio decision line",
+    // OpenClaw writes its log file asynchronously: the MCP server can see the
+    // call before the decision line reaches the file.
+    await h.waitFor(
+      () => h.logMessages(s.run).some((l) => l.includes(`before_tool_call tool=claw-os__claw_audio agent=${DALI} token-status=ok`)),
+      { timeoutMs: 30_000, what: "dali's claw_audio decision line in the log" },
     );
     const hits = h.grepForTokens(s.run.root, s.allTokens, { exclude: [s.run.secrets, s.run.mcp] });
     assert.deepEqual(hits.map((x) => `${x.agent}@${x.file.slice(s.run.root.length)}`), [], "a token leaked");
