@@ -14,9 +14,7 @@ use crate::log::{Level, Log};
 use crate::options::Options;
 use crate::redact::Shown;
 use crate::rules::{ToolCall, Verdict};
-use crate::token_map::{
-    self, GateOptions, MapError, MapErrorKind, TokenMap, DEFAULT_MAX_MAP_BYTES,
-};
+use crate::token_map::{self, GateOptions, MapError, MapErrorKind, TokenMap};
 use crate::watcher::{Trigger, WatchConfig, Watcher};
 
 /// How often the watcher thread re-checks its target directory and staleness.
@@ -87,10 +85,7 @@ impl Layer {
     /// Loads the map once (a failure is logged, not returned: the map may
     /// appear later) and starts the watcher.
     pub fn new(opts: Options, log: Log) -> std::io::Result<Layer> {
-        let gate = GateOptions {
-            allow_group_readable: opts.allow_group_readable,
-            max_bytes: DEFAULT_MAX_MAP_BYTES,
-        };
+        let gate = opts.gate();
         let watch = WatchConfig {
             path: opts.token_map_path.clone(),
             mode: opts.watcher,

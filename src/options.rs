@@ -79,12 +79,6 @@ pub struct Options {
     pub rules: RulesConfig,
 }
 
-impl Default for Options {
-    fn default() -> Self {
-        Options::from_json("{}").expect("defaults are valid")
-    }
-}
-
 fn expand_home(path: &str) -> Result<PathBuf, String> {
     if path == "~" || path.starts_with("~/") {
         let home = std::env::var_os("HOME")
@@ -96,6 +90,15 @@ fn expand_home(path: &str) -> Result<PathBuf, String> {
 }
 
 impl Options {
+    /// The permission gate these options ask for. The plugin, `doctor` and
+    /// `explain` all read the map through this, so they refuse the same files.
+    pub fn gate(&self) -> crate::token_map::GateOptions {
+        crate::token_map::GateOptions {
+            allow_group_readable: self.allow_group_readable,
+            max_bytes: crate::token_map::DEFAULT_MAX_MAP_BYTES,
+        }
+    }
+
     /// Parses options from JSON text. Errors are one line, in the caller's terms.
     pub fn from_json(json: &str) -> Result<Options, String> {
         let value: serde_json::Value =

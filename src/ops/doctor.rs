@@ -15,7 +15,7 @@ use serde::Serialize;
 use super::config::{self, OpenClawConfig, PLUGIN_ID};
 use super::writer;
 use crate::redact::shown;
-use crate::token_map::{self, GateOptions, MapError, MapErrorKind, DEFAULT_MAX_MAP_BYTES};
+use crate::token_map::{self, MapError, MapErrorKind, DEFAULT_MAX_MAP_BYTES};
 
 pub struct DoctorArgs<'a> {
     /// `--map`: the map to check instead of the one the plugin reads.
@@ -238,10 +238,7 @@ pub fn run(args: &DoctorArgs<'_>) -> Result<Report, String> {
             ));
         }
     }
-    let gate = GateOptions {
-        allow_group_readable: opts.allow_group_readable,
-        max_bytes: DEFAULT_MAX_MAP_BYTES,
-    };
+    let gate = opts.gate();
 
     let mut map = None;
     match token_map::read_map(&map_path, &gate) {

@@ -18,7 +18,7 @@ use crate::options::OnMissingToken;
 use crate::redact::{self, shown};
 use crate::rules::auth_token::Missing;
 use crate::rules::{Params, ToolCall, Verdict};
-use crate::token_map::{self, is_token, GateOptions, TokenMap, DEFAULT_MAX_MAP_BYTES};
+use crate::token_map::{self, is_token, TokenMap};
 
 pub struct ExplainArgs<'a> {
     pub map: Option<&'a str>,
@@ -116,10 +116,7 @@ pub fn run(args: &ExplainArgs<'_>) -> Result<Explanation, String> {
         .map_err(|e| format!("the plugin's options are invalid: {e}"))?;
     let engine = Engine::new(opts);
     let opts = engine.options();
-    let gate = GateOptions {
-        allow_group_readable: opts.allow_group_readable,
-        max_bytes: DEFAULT_MAX_MAP_BYTES,
-    };
+    let gate = opts.gate();
     let loaded =
         token_map::read_map(&opts.token_map_path, &gate).and_then(|f| token_map::parse(&f.bytes));
     let (map, error) = match loaded {
