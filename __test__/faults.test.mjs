@@ -473,7 +473,7 @@ test('maxStaleSeconds also runs out when the map directory itself is renamed awa
   const s = setup(t, { maxStaleSeconds: 0.5 }, maps);
   fs.renameSync(maps, path.join(base, 'gone'));
   await waitFor(() => s.layer.stats().stale, { what: 'the layer to go stale' });
-  for (const agent of AGENTS) assert.equal(call(s.layer, agent), undefined, `${agent} still got a rewrite`);
+  for (const agent of AGENTS) assert.equal(tokenOf(s.layer, agent), undefined, `${agent} still got a token`);
   fs.renameSync(path.join(base, 'gone'), maps);
   await waitFor(() => !s.layer.stats().stale, { what: 'the layer to be fresh again' });
   assertServes(s.layer, s.gen0, 'after the directory came back');

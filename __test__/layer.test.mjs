@@ -81,10 +81,23 @@ test('a tool it does not own returns undefined, not null', () => {
   layer.close();
 });
 
-test('an agent missing from the map passes untouched by default', async () => {
+/**
+ * Under onMissingToken "pass" the call runs, and the model's own auth_token
+ * never reaches the server: it is an own `undefined`, so OpenClaw's spread of
+ * hook params over the original drops it too.
+ */
+function assertRunsWithoutToken(r, msg) {
+  assert.ok(r?.params, msg);
+  assert.ok(Object.hasOwn(r.params, 'auth_token'), msg);
+  assert.equal(r.params.auth_token, undefined, msg);
+  assert.equal(r.params.note, 'hi', msg);
+}
+
+test('an agent missing from the map runs without the model\'s token by default', async () => {
   const { layer, log } = setup();
-  assert.equal(layer.beforeToolCall(notes(), { agentId: 'paco--ghost' }), undefined);
-  assert.equal(layer.stats().missing, 1);
+  assertRunsWithoutToken(layer.beforeToolCall(notes(), { agentId: 'paco--ghost' }));
+  assert.equal(layer.beforeToolCall(notes({ note: 'hi' }), { agentId: 'paco--ghost' }), undefined, 'nothing to take out');
+  assert.equal(layer.stats().missing, 2);
   await waitFor(() => log.has(/agent=paco--ghost token-status=missing \(UnknownAgent\); passed unchanged/), { what: 'the missing line' });
   layer.close();
 });
@@ -92,7 +105,7 @@ test('an agent missing from the map passes untouched by default', async () => {
 test('a missing, empty or non-string agentId is unknown and untrusted', () => {
   const { layer } = setup();
   for (const ctx of [{}, { agentId: '' }, { agentId: 42 }, { agentId: { toString: () => FRANCIS } }, { agentId: [FRANCIS] }, null, undefined]) {
-    assert.equal(layer.beforeToolCall(notes(), ctx), undefined, JSON.stringify(ctx));
+    assertRunsWithoutToken(layer.beforeToolCall(notes(), ctx), JSON.stringify(ctx));
   }
   layer.close();
 });
@@ -152,23 +165,24 @@ test('an internal failure on an owned call fails closed under onMissingToken "bl
   layer.close();
 });
 
-test('an internal failure on a rule\'s own tool fails closed even under onMissingToken "pass"', () => {
+test('an internal failure fails closed even under onMissingToken "pass"', () => {
   const { layer } = setup();
   const params = { message: 'hi', get agentId() { throw new Error('agentId getter'); } };
   const r = layer.beforeToolCall({ toolName: 'sessions_send', params }, { agentId: FRANCIS });
   recordEmitted('blockReason', r?.blockReason);
   assert.equal(r?.block, true);
   assert.match(r.blockReason, /^claw-identity: claw-identity could not decide this call/);
-  // An owned MCP tool under "pass" still passes: there is no guard to bypass there.
+  // An owned MCP tool fails closed too: passing it could send the model's own auth_token.
   const p = layer.beforeToolCall({ toolName: 'claw-os__claw_notes', get params() { throw new Error('x'); } }, { agentId: FRANCIS });
-  assert.equal(p, undefined);
+  assert.equal(p?.block, true);
+  assert.match(p.blockReason, /^auth-token: claw-identity could not decide this call/);
   layer.close();
 });
 
 test('lookups are exact and prototype-safe', () => {
   const { layer } = setup();
   for (const agentId of ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', '', 'PACO--FRANCIS', 'paco--francis ']) {
-    assert.equal(layer.beforeToolCall(notes(), { agentId }), undefined, agentId);
+    assertRunsWithoutToken(layer.beforeToolCall(notes(), { agentId }), agentId);
   }
   layer.close();
 });

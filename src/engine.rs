@@ -57,6 +57,10 @@ pub struct Decision<'m> {
     /// looked up (`Engine::note_spawn`) and the call decided again. The
     /// verdict is then `Pass` and means nothing; don't count or apply it.
     pub need_lineage: Option<SessionRef>,
+    /// Params to take out of the call (set to `undefined`), so a value the
+    /// model wrote never reaches the server: the token when the agent has
+    /// none (`onMissingToken: "pass"`), the conversation id when none is known.
+    pub clear: Vec<String>,
 }
 
 impl<'m> Decision<'m> {
@@ -68,6 +72,7 @@ impl<'m> Decision<'m> {
             approval_patch: Vec::new(),
             ensure_session: None,
             need_lineage: None,
+            clear: Vec::new(),
         }
     }
 
@@ -92,6 +97,18 @@ impl<'m> Decision<'m> {
         }
     }
 }
+
+/// Id of the refusal of a guarded call whose params can't be read exactly.
+pub const UNREADABLE_RULE_ID: &str = "claw-identity";
+
+/// Params of `sessions_send` the rules read: the target, and whether the
+/// model chose a session by label (delegation-session leaves those alone).
+const SEND_FIELDS: &[&str] = &["agentId", "agent_id", "sessionKey", "session_key", "label"];
+/// Params of `sessions_spawn` the rules read; `task` is quoted back in
+/// spawn-redirect's reason.
+const SPAWN_FIELDS: &[&str] = &["agentId", "agent_id", "task"];
+/// Params of the Workboard tools the rules read or set.
+const WORKBOARD_FIELDS: &[&str] = &["boardId", "children"];
 
 /// What the JS side must forward to the engine: tool names with these
 /// prefixes or in `tools`. Everything else is passed in JS without a native
@@ -162,7 +179,17 @@ impl Engine {
         &self.interest
     }
 
-    /// Whether the rules need `params` for this tool (the JS side then passes them as JSON).
+    /// Whether any rule concerns calls of `tool` (every other call passes
+    /// untouched, without being read).
+    pub fn concerns(&self, tool: &str) -> bool {
+        self.interest
+            .prefixes
+            .iter()
+            .any(|p| tool.starts_with(p.as_str()))
+            || self.interest.tools.iter().any(|t| t == tool)
+    }
+
+    /// Whether the rules need `params` for this tool.
     pub fn needs_params(&self, tool: &str) -> bool {
         self.interest.tools.iter().any(|t| t == tool)
     }
@@ -188,6 +215,7 @@ impl Engine {
         }
 
         let mut patch: Vec<(String, Value)> = Vec::new();
+        let mut clear: Vec<String> = Vec::new();
         let mut first_rule: Option<&'static str> = None;
 
         let outcome = auth_token::evaluate(
@@ -215,6 +243,9 @@ impl Engine {
                         TokenStatus::Missing(why),
                     );
                 }
+                // "pass" runs the call without a token, so the server
+                // answers 401: never with whatever the model wrote there.
+                clear.push(self.opts.token_param.clone());
                 TokenStatus::Missing(why)
             }
         };
@@ -228,7 +259,8 @@ impl Engine {
                 Origin::NeedLineage(key) => {
                     return Decision::need_lineage(key, call.agent_id, token)
                 }
-                Origin::Unknown => {}
+                // No conversation known: the model's value must not pass for one.
+                Origin::Unknown => clear.push(rules.conversation_id.param.clone()),
             }
         }
 
@@ -237,7 +269,40 @@ impl Engine {
         } else {
             Verdict::Rewrite(patch)
         };
-        Decision::new(verdict, first_rule, token)
+        Decision {
+            clear,
+            ..Decision::new(verdict, first_rule, token)
+        }
+    }
+
+    /// The top-level params the rules read for `tool`. The N-API side reads
+    /// exactly these from the JS params (no JSON round trip), so the rules
+    /// decide on the values the tool will run with.
+    pub fn param_fields(&self, tool: &str) -> &'static [&'static str] {
+        let rules = &self.opts.rules;
+        match tool {
+            "sessions_send" if rules.reads_session_tools() => SEND_FIELDS,
+            "sessions_spawn" if rules.reads_session_tools() => SPAWN_FIELDS,
+            t if rules.workboard_scope.enabled && workboard_scope::is_workboard_tool(t) => {
+                WORKBOARD_FIELDS
+            }
+            _ => &[],
+        }
+    }
+
+    /// A guarded call whose param `field` holds a value that can't be read
+    /// exactly (a lone UTF-16 surrogate, nesting past `why`'s limit, a value
+    /// JSON can't hold): deciding on anything else than what would run
+    /// could let it past a rule, so it does not run.
+    pub fn unreadable<'m>(&self, call: &ToolCall<'_>, field: &str, why: &str) -> Decision<'m> {
+        Decision::block(
+            UNREADABLE_RULE_ID,
+            format!(
+                "{UNREADABLE_RULE_ID}: params.{} of {} can't be read ({why}), so the call was not run. Send it again with plain JSON values (text without broken characters).",
+                shown(field),
+                shown(call.tool)
+            ),
+        )
     }
 
     /// The caller's originating conversation.

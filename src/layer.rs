@@ -45,6 +45,7 @@ struct Counters {
     missing: AtomicU64,
     blocked: AtomicU64,
     rewritten: AtomicU64,
+    internal_errors: AtomicU64,
 }
 
 /// A point-in-time copy of the counters, for `stats()`.
@@ -62,6 +63,7 @@ pub struct Stats {
     pub blocked: u64,
     pub rewritten: u64,
     pub log_dropped: u64,
+    pub internal_errors: u64,
     pub watcher: &'static str,
     pub token_map_path: String,
 }
@@ -157,6 +159,29 @@ impl Layer {
         f(&s.engine.decide(call, &view))
     }
 
+    /// Counts and logs a decision made outside `decide` (a guarded call whose
+    /// params could not be read).
+    pub fn account(&self, call: &ToolCall<'_>, d: &Decision<'_>) {
+        self.shared.account(call, d);
+    }
+
+    /// A call to a tool no rule concerns: passed, counted, not logged.
+    pub fn note_unowned(&self) {
+        self.shared.counters.passed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// An error or a panic while deciding, caught at the N-API boundary.
+    pub fn note_internal_error(&self) {
+        self.shared
+            .counters
+            .internal_errors
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn log(&self) -> &Log {
+        &self.shared.log
+    }
+
     pub fn stats(&self) -> Stats {
         let s = &*self.shared;
         let snap = s.snapshot.load();
@@ -175,6 +200,7 @@ impl Layer {
             blocked: c.blocked.load(Ordering::Relaxed),
             rewritten: c.rewritten.load(Ordering::Relaxed),
             log_dropped: s.log.dropped(),
+            internal_errors: c.internal_errors.load(Ordering::Relaxed),
             watcher: self
                 .watcher
                 .lock()

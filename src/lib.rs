@@ -1,8 +1,16 @@
 //! The N-API surface of claw-identity, and nothing else: every decision is
 //! made by the pure modules below, which `cargo test` covers without Node.
+//!
+//! - `IdentityLayer`: one layer (its own map, watcher and counters), with
+//!   `beforeToolCall(event, ctx)` returning OpenClaw's hook result.
+//! - `configure`, `beforeToolCall`, `stats`: the same on one layer per JS
+//!   thread, which the plugin wires to OpenClaw; every registration reaches
+//!   the layer in force, never one a later `configure` closed.
+//! - `safetyNet`: the plugin's ordinary hook, behind the trusted policy.
 
 #![deny(clippy::all)]
 
+mod bridge;
 pub mod engine;
 mod layer;
 pub mod log;
@@ -14,132 +22,535 @@ pub mod watcher;
 
 pub use layer::{Layer, Stats};
 
-use std::cell::Cell;
-use std::mem::MaybeUninit;
-use std::sync::Arc;
-
-use parking_lot::RwLock;
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, VecDeque};
+use std::hash::BuildHasher;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use napi::bindgen_prelude::*;
-use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
-use napi::{sys, Status};
 use napi_derive::napi;
+use serde_json::Value;
 
-use crate::log::{Level, Log};
+use crate::bridge::host::{JsLogger, JsSessions};
+use crate::bridge::js::{Js, Kind};
+use crate::bridge::params::{copy_with, exact, present, read_fields, Unreadable};
+use crate::engine::Decision;
+use crate::log::Level;
 use crate::options::Options;
 use crate::rules::{Params, ToolCall, Verdict};
 
-/// The JS logger callback: `(level, line) => void`. Weak, so a live layer
-/// never keeps Node running; bounded, so a stalled event loop drops lines
-/// instead of growing a queue.
-type LogFn = ThreadsafeFunction<
-    FnArgs<(&'static str, String)>,
-    (),
-    FnArgs<(&'static str, String)>,
-    Status,
-    false,
-    true,
-    1024,
->;
+/// Sub-agent lineage look-ups allowed for one call: more means a broken store.
+const MAX_LINEAGE_LOOKUPS: usize = 16;
+/// Calls the trusted tier decided that the safety net has not seen yet.
+const MAX_APPLIED: usize = 1024;
 
-thread_local! {
-    /// Set by `JsThreadLog::enter` while `decide` runs on this (JS) thread.
-    static JS_LOG: Cell<Option<(sys::napi_env, sys::napi_value)>> = const { Cell::new(None) };
+/// Shown when a call could not be decided (an error or a panic): it does not run.
+const UNDECIDED: &str = "claw-identity could not decide this call, so it was not run; do not retry it. The operator will find the error in the gateway log.";
+
+/// Set from the environment at load: makes a call to the tool `__panic__`
+/// panic inside the decision, so a test can show that a panic fails closed.
+/// No model can set a gateway's environment.
+static PANIC_TEST: AtomicBool = AtomicBool::new(false);
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// `IdentityLayer.beforeToolCall`: decide.
+    Plain,
+    /// The trusted policy: decide, and note the result for the safety net.
+    Policy,
+    /// The ordinary hook: pass a call the policy already decided, as it left it.
+    SafetyNet,
 }
 
-/// While `decide` runs, the lines the layer logs (the per-call line) go
-/// straight to the log function it was given, on the JS thread, instead of
-/// through the threadsafe function: that path costs a queue push, a wake-up
-/// of the event loop (an eventfd write per call) and a second native-to-JS
-/// call, about 1 µs a line here, more than the rest of the call (measured,
-/// see BENCHMARKS.md). Lines from the watcher thread still take the
-/// threadsafe function. Only the deciding layer logs during its `decide`, so
-/// its lines reach its own logger.
-struct JsThreadLog(Option<(sys::napi_env, sys::napi_value)>);
+/// What the trusted tier left a call as: per param, the value it must hold
+/// (`None`: absent or `undefined`). Keyed by a keyed hash of the agent, the
+/// session, the tool call id and the tool: the host gives the first two, so
+/// another agent's call with the same (model-chosen) id never matches, and
+/// the values themselves are compared, so nothing vouches for a call that
+/// does not hold exactly what was decided.
+#[derive(Default)]
+struct Applied {
+    hasher: std::collections::hash_map::RandomState,
+    calls: HashMap<u64, Vec<(String, Option<Value>)>>,
+    order: VecDeque<u64>,
+}
 
-impl JsThreadLog {
-    /// # Safety
-    /// `env` and `log` must be valid for the current callback, and the guard
-    /// dropped before it returns. A `log` that is not a function leaves lines
-    /// on the threadsafe function.
-    unsafe fn enter(env: sys::napi_env, log: sys::napi_value) -> JsThreadLog {
-        let mut t = sys::ValueType::napi_undefined;
-        let f = (!log.is_null()
-            && sys::napi_typeof(env, log, &mut t) == sys::Status::napi_ok
-            && t == sys::ValueType::napi_function)
-            .then_some((env, log));
-        JsThreadLog(JS_LOG.with(|c| c.replace(f)))
+impl Applied {
+    fn key(&self, call: &ToolCall<'_>, call_id: Option<&str>) -> u64 {
+        self.hasher
+            .hash_one((call.agent_id, call.session_key, call_id, call.tool))
     }
 
-    /// Delivers `line` if a `decide` on this thread set a log function.
-    fn write(level: Level, line: &str) -> Option<bool> {
-        let (env, f) = JS_LOG.with(Cell::get)?;
-        // SAFETY: set by `enter` for the duration of a callback on this thread.
-        Some(unsafe { call_log(env, f, level, line) })
+    fn note(&mut self, key: u64, expected: Vec<(String, Option<Value>)>) {
+        if self.calls.insert(key, expected).is_none() {
+            self.order.push_back(key);
+        }
+        while self.order.len() > MAX_APPLIED {
+            if let Some(old) = self.order.pop_front() {
+                self.calls.remove(&old);
+            }
+        }
+    }
+
+    fn take(&mut self, key: u64) -> Option<Vec<(String, Option<Value>)>> {
+        let e = self.calls.remove(&key)?;
+        self.order.retain(|k| *k != key);
+        Some(e)
     }
 }
 
-impl Drop for JsThreadLog {
-    fn drop(&mut self) {
-        JS_LOG.with(|c| c.set(self.0));
+/// The JS-facing half of one layer: the core `Layer`, and what it calls back.
+struct Inner {
+    layer: Layer,
+    logger: JsLogger,
+    pending: bridge::host::Pending,
+    sessions: RefCell<Option<JsSessions>>,
+    applied: RefCell<Applied>,
+    warned_untrusted: Cell<bool>,
+}
+
+/// The options object split into what Rust parses and the JS objects the
+/// layer calls back.
+struct JsOptions {
+    json: String,
+    logger: Option<Js>,
+    sessions: Option<Js>,
+}
+
+fn invalid(msg: impl Into<String>) -> Error {
+    Error::new(Status::InvalidArg, format!("claw-identity: {}", msg.into()))
+}
+
+fn js_options(options: Option<Js>) -> Result<JsOptions> {
+    let mut rest = serde_json::Map::new();
+    let (mut logger, mut sessions) = (None, None);
+    if let Some(o) = options {
+        match o.kind()? {
+            Kind::Undefined => {}
+            Kind::Object => {
+                for key in o.own_keys(false)? {
+                    let name = key.host_str()?.unwrap_or_default();
+                    let v = o.get_key(key)?;
+                    if v.kind()? == Kind::Undefined {
+                        continue;
+                    }
+                    match name.as_str() {
+                        "logger" => logger = Some(v),
+                        "sessions" => sessions = Some(v),
+                        _ => match exact(v, 0)? {
+                            Ok(Some(v)) => {
+                                rest.insert(name, v);
+                            }
+                            Ok(None) => {}
+                            Err(why) => {
+                                return Err(invalid(format!(
+                                    "options.{} holds {why}",
+                                    redact::shown(&name)
+                                )))
+                            }
+                        },
+                    }
+                }
+            }
+            _ => return Err(invalid("options must be an object")),
+        }
+    }
+    Ok(JsOptions {
+        json: Value::Object(rest).to_string(),
+        logger,
+        sessions,
+    })
+}
+
+impl Inner {
+    fn new(env: &Env, options: &JsOptions) -> Result<Rc<Inner>> {
+        let opts = Options::from_json(&options.json).map_err(invalid)?;
+        let (logger, log, pending) = JsLogger::new(env, options.logger)?;
+        let sessions = options
+            .sessions
+            .map(|s| JsSessions::new(env, s))
+            .transpose()?;
+        let layer = Layer::new(opts, log).map_err(|e| {
+            Error::from_reason(format!("claw-identity: cannot start the map watcher: {e}"))
+        })?;
+        let inner = Rc::new(Inner {
+            layer,
+            logger,
+            pending,
+            sessions: RefCell::new(sessions),
+            applied: RefCell::default(),
+            warned_untrusted: Cell::new(false),
+        });
+        // The load line and any map warning, before the first call's line.
+        inner.logger.flush(env, &inner.pending);
+        Ok(inner)
+    }
+
+    /// The whole decision for one call, in OpenClaw's hook result shape.
+    /// Never throws: an error or a panic while deciding fails closed.
+    fn before_tool_call(self: &Rc<Self>, env: &Env, event: Js, ctx: Js, mode: Mode) -> Result<Js> {
+        // Lines logged while deciding (by this thread or the watcher's) go
+        // out on this thread, in order, before the call returns.
+        self.pending.lock().get_or_insert_with(Vec::new);
+        let mut tool = None;
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            self.decide(env, event, ctx, mode, &mut tool)
+        }));
+        let out = match r {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => self.failed(env, tool.as_deref(), &e.reason),
+            Err(_) => self.failed(env, tool.as_deref(), "a panic"),
+        };
+        self.logger.flush(env, &self.pending);
+        out
+    }
+
+    fn failed(&self, env: &Env, tool: Option<&str>, why: &str) -> Result<Js> {
+        self.layer.note_internal_error();
+        self.layer.log().error(format_args!(
+            "internal error deciding tool={}: {}",
+            redact::shown(tool.unwrap_or("<none>")),
+            redact::scrub(why)
+        ));
+        // Every call a rule concerns fails closed: passing it would skip a
+        // guard, or send the model's own auth_token.
+        match tool {
+            Some(t)
+                if self
+                    .layer
+                    .engine()
+                    .options()
+                    .tool_prefixes
+                    .iter()
+                    .any(|p| t.starts_with(p.as_str())) =>
+            {
+                block_result(env, &format!("{}: {UNDECIDED}", rules::auth_token::RULE_ID))
+            }
+            Some(_) => block_result(env, &format!("{}: {UNDECIDED}", engine::UNREADABLE_RULE_ID)),
+            None => Js::undefined(env.raw()),
+        }
+    }
+
+    fn decide(
+        self: &Rc<Self>,
+        env: &Env,
+        event: Js,
+        ctx: Js,
+        mode: Mode,
+        seen: &mut Option<String>,
+    ) -> Result<Js> {
+        let raw = env.raw();
+        let engine = self.layer.engine();
+        let tool = match event.get(c"toolName")? {
+            Some(t) => t.host_str()?,
+            None => None,
+        };
+        let Some(tool) = tool.filter(|t| engine.concerns(t)) else {
+            self.layer.note_unowned();
+            return Js::undefined(raw);
+        };
+        *seen = Some(tool.clone());
+        if PANIC_TEST.load(Ordering::Relaxed) && tool == "__panic__" {
+            panic!("the panic test tool");
+        }
+        let ctx_str = |name: &std::ffi::CStr| -> Result<Option<String>> {
+            match ctx.get(name)? {
+                Some(v) => v.host_str(),
+                None => Ok(None),
+            }
+        };
+        let agent_id = ctx_str(c"agentId")?;
+        let session_key = ctx_str(c"sessionKey")?;
+
+        let raw_params = event.get_unchecked(c"params")?;
+        let (params_obj, not_object) = match raw_params.kind()? {
+            Kind::Object => (Some(raw_params), false),
+            Kind::Undefined | Kind::Null => (None, false),
+            _ => (None, true),
+        };
+        let fields = engine.param_fields(&tool);
+        let read = if not_object && !fields.is_empty() {
+            Err(Unreadable {
+                field: "(params)",
+                why: "not an object",
+            })
+        } else {
+            read_fields(params_obj, fields)?
+        };
+        let empty = Params::new();
+        let mut call = ToolCall {
+            tool: &tool,
+            agent_id: agent_id.as_deref(),
+            session_key: session_key.as_deref(),
+            params: &empty,
+        };
+        let params = match read {
+            Ok(p) => p,
+            Err(u) => {
+                let d = engine.unreadable(&call, u.field, u.why);
+                self.layer.account(&call, &d);
+                return self.result(env, &d, params_obj);
+            }
+        };
+        call.params = &params;
+
+        let call_id = if mode == Mode::Plain {
+            None
+        } else {
+            match event.get_unchecked(c"toolCallId")?.host_str()? {
+                Some(id) => Some(id),
+                None => ctx_str(c"toolCallId")?,
+            }
+        };
+        let key = self.applied.borrow().key(&call, call_id.as_deref());
+        if mode == Mode::SafetyNet {
+            let expected = self.applied.borrow_mut().take(key);
+            if let Some(expected) = expected {
+                if holds(params_obj, &expected)? {
+                    return Js::undefined(raw);
+                }
+            }
+            if !self.warned_untrusted.replace(true) {
+                self.layer.log().error(format_args!(
+                    "the trusted tool-policy tier did not run for this call, so identity is enforced only by the ordinary before_tool_call hook: another plugin's hook at a lower priority can undo the rewrite and approvals may freeze the model's params. Declare contracts.trustedToolPolicies and enable the plugin explicitly (openclaw plugins install <tgz> --force --accept-capabilities)."
+                ));
+            }
+        }
+
+        for _ in 0..=MAX_LINEAGE_LOOKUPS {
+            let step = self.layer.decide(&call, |d| -> Result<Option<Js>> {
+                if let Some(need) = &d.need_lineage {
+                    let spawner = match &*self.sessions.borrow() {
+                        Some(s) => s
+                            .spawner_of(env, &need.agent_id, &need.session_key)
+                            .unwrap_or_else(|e| {
+                                self.layer.log().warn(format_args!(
+                                    "cannot read the spawner of a sub-agent session: {}",
+                                    redact::scrub(&e)
+                                ));
+                                None
+                            }),
+                        None => None,
+                    };
+                    engine.note_spawn(&need.session_key, spawner.as_deref());
+                    return Ok(None);
+                }
+                if mode == Mode::Policy && !matches!(d.verdict, Verdict::Block(_)) {
+                    let expected = expected_after(d, &params, fields);
+                    self.applied.borrow_mut().note(key, expected);
+                }
+                self.with_session(env, d, self.result(env, d, params_obj)?)
+                    .map(Some)
+            })?;
+            if let Some(v) = step {
+                return Ok(v);
+            }
+        }
+        Err(Error::from_reason("sub-agent lineage does not resolve"))
+    }
+
+    /// The hook result for a decision.
+    fn result(&self, env: &Env, d: &Decision<'_>, params: Option<Js>) -> Result<Js> {
+        let raw = env.raw();
+        // Only a param the call holds needs taking out.
+        let clear = present(raw, params, &d.clear)?;
+        match &d.verdict {
+            Verdict::Pass if clear.is_empty() => Js::undefined(raw),
+            Verdict::Pass => params_result(env, copy_with(raw, params, &[], &clear)?),
+            Verdict::Rewrite(patch) => params_result(env, copy_with(raw, params, patch, &clear)?),
+            Verdict::Block(reason) => block_result(env, reason),
+            Verdict::RequireApproval { title, description } => {
+                // OpenClaw's requireApproval shape. Per call only: a standing
+                // cross-user permission belongs in config grants, not in an
+                // "allow-always" click.
+                let a = Js::object(raw)?;
+                let decisions = Js::json(raw, &serde_json::json!(["allow-once", "deny"]))?;
+                a.define(&[
+                    (Js::string(raw, "title")?, Js::string(raw, title)?),
+                    (
+                        Js::string(raw, "description")?,
+                        Js::string(raw, description)?,
+                    ),
+                    (Js::string(raw, "severity")?, Js::string(raw, "warning")?),
+                    (Js::string(raw, "allowedDecisions")?, decisions),
+                ])?;
+                let out = Js::object(raw)?;
+                out.define(&[(Js::string(raw, "requireApproval")?, a)])?;
+                if !d.approval_patch.is_empty() {
+                    let p = copy_with(raw, params, &d.approval_patch, &[])?;
+                    out.define(&[(Js::string(raw, "params")?, p)])?;
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    /// A delegation session must exist before the send runs: returns a
+    /// promise of `result` once the store created it, or of a block if it
+    /// could not.
+    fn with_session(self: &Rc<Self>, env: &Env, d: &Decision<'_>, result: Js) -> Result<Js> {
+        let (Some(e), Some(sessions)) = (&d.ensure_session, &*self.sessions.borrow()) else {
+            return Ok(result);
+        };
+        let raw = env.raw();
+        let blocked = block_result(env, &e.failure_reason)?;
+        let agent = e.session.agent_id.clone();
+        let failed = move |why: &str| {
+            format!(
+                "cannot create delegation session agent={}: {}",
+                redact::shown(&agent),
+                redact::scrub(why)
+            )
+        };
+        let started = match sessions.ensure(env, &e.session.agent_id, &e.session.session_key) {
+            Ok(p) => p,
+            Err(why) => {
+                self.logger.write(
+                    env,
+                    Level::Warn,
+                    &format!("{}{}", log::PREFIX, failed(&why)),
+                );
+                return Ok(blocked);
+            }
+        };
+        if !started.is_promise()? {
+            return Ok(result);
+        }
+        let ok = env
+            .create_function_from_closure::<Js, Js, _>("claw_identity_session_created", |cx| {
+                cx.get::<Js>(0)
+            })?;
+        let me = self.clone();
+        let err = env.create_function_from_closure::<Js, Js, _>(
+            "claw_identity_session_failed",
+            move |cx| {
+                let why = cx
+                    .get::<Js>(1)
+                    .ok()
+                    .and_then(|e| e.get(c"message").ok().flatten())
+                    .and_then(|m| m.host_str().ok().flatten());
+                me.logger.write(
+                    cx.env,
+                    Level::Warn,
+                    &format!(
+                        "{}{}",
+                        log::PREFIX,
+                        failed(why.as_deref().unwrap_or("it failed"))
+                    ),
+                );
+                cx.get::<Js>(0)
+            },
+        )?;
+        // SAFETY: both functions are live values of this env.
+        let (ok, err) = unsafe {
+            (
+                Js::from_raw(raw, Function::to_napi_value(raw, ok)?),
+                Js::from_raw(raw, Function::to_napi_value(raw, err)?),
+            )
+        };
+        let then = started.get_unchecked(c"then")?;
+        then.call(
+            started,
+            &[ok.bind_args(&[result])?, err.bind_args(&[blocked])?],
+        )
+        .map_err(|e| Error::from_reason(format!("cannot wait for the session: {e}")))
+    }
+
+    fn attach_sessions(&self, env: &Env, store: Js) -> Result<()> {
+        *self.sessions.borrow_mut() = Some(JsSessions::new(env, store)?);
+        Ok(())
+    }
+
+    fn stats(&self) -> NativeStats {
+        let s = self.layer.stats();
+        NativeStats {
+            agents: s.agents,
+            loaded: s.loaded,
+            reloads: s.reloads as i64,
+            reload_errors: s.reload_errors as i64,
+            last_error: match s.last_error {
+                Some(e) => Either::A(e),
+                None => Either::B(Null),
+            },
+            stale: s.stale,
+            injected: s.injected as i64,
+            passed: s.passed as i64,
+            missing: s.missing as i64,
+            blocked: s.blocked as i64,
+            rewritten: s.rewritten as i64,
+            log_dropped: s.log_dropped as i64,
+            internal_errors: s.internal_errors as i64,
+            watcher: s.watcher.to_owned(),
+            token_map_path: s.token_map_path,
+        }
     }
 }
 
-/// A JS string from Rust text; ASCII is valid Latin-1, which V8 takes without decoding.
-unsafe fn js_string(env: sys::napi_env, s: &str) -> Option<sys::napi_value> {
-    let mut out = std::ptr::null_mut();
-    let st = if s.is_ascii() {
-        sys::napi_create_string_latin1(env, s.as_ptr().cast(), s.len() as isize, &mut out)
-    } else {
-        sys::napi_create_string_utf8(env, s.as_ptr().cast(), s.len() as isize, &mut out)
+/// What the params must hold after the decision `d`: its rewrite, its
+/// cleared params, and every other field the rules read, unchanged.
+fn expected_after(
+    d: &Decision<'_>,
+    params: &Params,
+    fields: &[&str],
+) -> Vec<(String, Option<Value>)> {
+    let patch: &[(String, Value)] = match &d.verdict {
+        Verdict::Rewrite(p) => p,
+        Verdict::RequireApproval { .. } => &d.approval_patch,
+        _ => &[],
     };
-    (st == sys::Status::napi_ok).then_some(out)
+    let mut out: Vec<(String, Option<Value>)> = patch
+        .iter()
+        .map(|(k, v)| (k.clone(), Some(v.clone())))
+        .collect();
+    out.extend(d.clear.iter().map(|k| (k.clone(), None)));
+    for f in fields {
+        if !out.iter().any(|(k, _)| k == f) {
+            out.push(((*f).to_owned(), params.get(*f).cloned()));
+        }
+    }
+    out
 }
 
-/// Calls `log(level, line)`. False (counted as a dropped line) if that threw:
-/// the JS half's log function catches logger errors, so that is unexpected,
-/// and the exception is cleared so it cannot fail the tool call.
-unsafe fn call_log(env: sys::napi_env, f: sys::napi_value, level: Level, line: &str) -> bool {
-    let (Some(lvl), Some(text)) = (js_string(env, level.as_str()), js_string(env, line)) else {
-        return false;
-    };
-    let mut recv = std::ptr::null_mut();
-    let mut result = std::ptr::null_mut();
-    let args = [lvl, text];
-    if sys::napi_get_undefined(env, &mut recv) == sys::Status::napi_ok
-        && sys::napi_call_function(env, recv, f, 2, args.as_ptr(), &mut result)
-            == sys::Status::napi_ok
-    {
-        return true;
+/// Whether `params` holds exactly `expected`.
+fn holds(params: Option<Js>, expected: &[(String, Option<Value>)]) -> Result<bool> {
+    for (k, want) in expected {
+        let have = match params {
+            Some(p) => match exact(p.get_str_key(k)?, 0)? {
+                Ok(v) => v,
+                Err(_) => return Ok(false),
+            },
+            None => None,
+        };
+        if &have != want {
+            return Ok(false);
+        }
     }
-    let mut pending = false;
-    if sys::napi_is_exception_pending(env, &mut pending) == sys::Status::napi_ok && pending {
-        let mut e = std::ptr::null_mut();
-        sys::napi_get_and_clear_last_exception(env, &mut e);
-    }
-    false
+    Ok(true)
 }
 
-/// Live layers by handle. The hot-path function takes a handle rather than
-/// being a class method: a napi-rs method call costs about 400 ns more than
-/// a plain function here (measured), which is most of our budget.
-static LAYERS: RwLock<Vec<Option<Arc<Layer>>>> = RwLock::new(Vec::new());
+fn params_result(env: &Env, params: Js) -> Result<Js> {
+    let raw = env.raw();
+    let out = Js::object(raw)?;
+    out.define(&[(Js::string(raw, "params")?, params)])?;
+    Ok(out)
+}
 
-/// The native half of `IdentityLayer` (see index.js for the JS half).
+fn block_result(env: &Env, reason: &str) -> Result<Js> {
+    let raw = env.raw();
+    let out = Js::object(raw)?;
+    out.define(&[
+        (Js::string(raw, "block")?, Js::boolean(raw, true)?),
+        (Js::string(raw, "blockReason")?, Js::string(raw, reason)?),
+    ])?;
+    Ok(out)
+}
+
+/// One identity layer: its own map, watcher and counters.
 #[napi]
-pub struct NativeLayer {
-    handle: u32,
-    layer: Arc<Layer>,
-}
-
-#[napi(object)]
-pub struct NativeInterest {
-    /// Tool-name prefixes whose calls carry a token.
-    pub prefixes: Vec<String>,
-    /// Exact tool names whose params some rule reads.
-    pub tools: Vec<String>,
-    /// Param names of the compact rewrite form (see `decide`).
-    pub slots: Vec<String>,
+pub struct IdentityLayer {
+    inner: Rc<Inner>,
 }
 
 #[napi(object)]
@@ -148,7 +559,7 @@ pub struct NativeStats {
     pub loaded: bool,
     pub reloads: i64,
     pub reload_errors: i64,
-    pub last_error: Option<String>,
+    pub last_error: Either<String, Null>,
     pub stale: bool,
     pub injected: i64,
     pub passed: i64,
@@ -156,457 +567,135 @@ pub struct NativeStats {
     pub blocked: i64,
     pub rewritten: i64,
     pub log_dropped: i64,
+    pub internal_errors: i64,
     pub watcher: String,
     pub token_map_path: String,
 }
 
-fn invalid(msg: impl Into<String>) -> Error {
-    Error::new(Status::InvalidArg, format!("claw-identity: {}", msg.into()))
-}
-
 #[napi]
-impl NativeLayer {
-    /// `options_json`: the options minus `logger`, as JSON.
-    /// `log`: called as `log(level, line)` on the JS thread; `log_info`:
-    /// whether it wants info lines (false skips formatting them at all).
-    #[napi(constructor)]
-    pub fn new(
-        options_json: String,
-        log: Option<Function<'_, FnArgs<(&'static str, String)>, ()>>,
-        log_info: Option<bool>,
-    ) -> Result<Self> {
-        let opts = Options::from_json(&options_json).map_err(invalid)?;
-        // Lines logged while the layer starts (on this thread) go straight to
-        // `log`, like a decision's, so they stay ahead of the first call's.
-        let _log_here = log.as_ref().map(|f| {
-            let v = f.value();
-            // SAFETY: `f` is an argument of this callback; the guard drops before it returns.
-            unsafe { JsThreadLog::enter(v.env, v.value) }
-        });
-        let log = match log {
-            None => Log::silent(),
-            Some(f) => {
-                let tsfn: LogFn = f
-                    .build_threadsafe_function::<FnArgs<(&'static str, String)>>()
-                    .weak::<true>()
-                    .callee_handled::<false>()
-                    .max_queue_size::<1024>()
-                    .build()?;
-                let write = move |level: Level, line: String| {
-                    if let Some(delivered) = JsThreadLog::write(level, &line) {
-                        return delivered;
-                    }
-                    tsfn.call(
-                        FnArgs::from((level.as_str(), line)),
-                        ThreadsafeFunctionCallMode::NonBlocking,
-                    ) == Status::Ok
-                };
-                Log::new(Some(Box::new(write)), log_info.unwrap_or(true))
-            }
-        };
-        let layer = Arc::new(Layer::new(opts, log).map_err(|e| {
-            Error::from_reason(format!("claw-identity: cannot start the map watcher: {e}"))
-        })?);
-        let mut layers = LAYERS.write();
-        let handle = match layers.iter().position(Option::is_none) {
-            Some(free) => free,
-            None => {
-                layers.push(None);
-                layers.len() - 1
-            }
-        };
-        layers[handle] = Some(layer.clone());
-        Ok(NativeLayer {
-            handle: handle as u32,
-            layer,
+impl IdentityLayer {
+    /// Loads the map, starts its watcher. Throws on invalid options, naming them.
+    #[napi(constructor, catch_unwind)]
+    pub fn new(env: Env, options: Option<Js>) -> Result<Self> {
+        let options = js_options(options)?;
+        Ok(IdentityLayer {
+            inner: Inner::new(&env, &options)?,
         })
     }
 
-    /// The handle to pass to `decide`.
-    #[napi(getter)]
-    pub fn handle(&self) -> u32 {
-        self.handle
+    /// The decision for one tool call, in OpenClaw's hook result shape:
+    /// `undefined`, `{ params }`, `{ block, blockReason }` or
+    /// `{ requireApproval, params? }` (a promise of one of these when a
+    /// delegation session must be created first). Never throws.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "event: ToolCallEvent, ctx?: ToolCallContext"
+    )]
+    pub fn before_tool_call(&self, env: Env, event: Js, ctx: Js) -> Result<Js> {
+        self.inner.before_tool_call(&env, event, ctx, Mode::Plain)
     }
 
-    /// Which calls the JS side must forward to `decide`.
-    #[napi]
-    pub fn interest(&self) -> NativeInterest {
-        let i = self.layer.engine().interest().clone();
-        NativeInterest {
-            prefixes: i.prefixes,
-            tools: i.tools,
-            slots: i.slots,
-        }
-    }
-
-    #[napi]
+    /// Counters and map state; never holds a token.
+    #[napi(catch_unwind)]
     pub fn stats(&self) -> NativeStats {
-        let s = self.layer.stats();
-        NativeStats {
-            agents: s.agents,
-            loaded: s.loaded,
-            reloads: s.reloads as i64,
-            reload_errors: s.reload_errors as i64,
-            last_error: s.last_error,
-            stale: s.stale,
-            injected: s.injected as i64,
-            passed: s.passed as i64,
-            missing: s.missing as i64,
-            blocked: s.blocked as i64,
-            rewritten: s.rewritten as i64,
-            log_dropped: s.log_dropped as i64,
-            watcher: s.watcher.to_owned(),
-            token_map_path: s.token_map_path,
-        }
+        self.inner.stats()
     }
 
-    /// Stops the watcher; the map in force stays in force.
-    #[napi]
+    /// Stops the watcher. The map in force stays in force. Idempotent.
+    #[napi(catch_unwind)]
     pub fn close(&self) {
-        self.layer.close();
-    }
-
-    /// Records who spawned the sub-agent session `child` (`spawner` absent
-    /// or empty: nobody recorded), as a `{ lineage }` decision asked.
-    #[napi]
-    pub fn note_spawn(&self, child: String, spawner: Option<String>) {
-        self.layer.engine().note_spawn(&child, spawner.as_deref());
+        self.inner.layer.close();
     }
 }
 
-impl Drop for NativeLayer {
-    fn drop(&mut self) {
-        if let Some(slot) = LAYERS.write().get_mut(self.handle as usize) {
-            *slot = None;
+/// Per JS thread (each worker has its own): the layer `configure` made.
+#[derive(Default)]
+struct ThreadState {
+    shared: Option<(String, Reference<IdentityLayer>)>,
+}
+
+fn thread_state(env: &Env) -> Result<&'static mut ThreadState> {
+    if env.get_instance_data::<ThreadState>()?.is_none() {
+        env.set_instance_data(ThreadState::default(), (), |_| {})?;
+    }
+    env.get_instance_data::<ThreadState>()?
+        .ok_or_else(|| Error::from_reason("claw-identity: no per-thread state"))
+}
+
+/// Configures this thread's process-wide layer. Idempotent: the same options
+/// keep the same layer (and its watcher); different options replace it, and
+/// every registration of the plugin then reaches the new one.
+#[napi(catch_unwind, ts_return_type = "IdentityLayer")]
+pub fn configure(env: Env, options: Option<Js>) -> Result<Reference<IdentityLayer>> {
+    let options = js_options(options)?;
+    let state = thread_state(&env)?;
+    if let Some((key, layer)) = &state.shared {
+        if *key == options.json {
+            if let Some(store) = options.sessions {
+                layer.inner.attach_sessions(&env, store)?;
+            }
+            return layer.clone(env);
         }
     }
+    let next = IdentityLayer {
+        inner: Inner::new(&env, &options)?,
+    };
+    let next = IdentityLayer::into_reference(next, env)?;
+    if let Some((_, old)) = state.shared.replace((options.json, next.clone(env)?)) {
+        old.inner.layer.close();
+    }
+    Ok(next)
 }
 
-#[napi(module_exports)]
-pub fn init(mut exports: Object, env: Env) -> Result<()> {
-    let mut f = std::ptr::null_mut();
-    let name = "decide";
-    // SAFETY: plain N-API call with a valid env and a static callback.
-    let status = unsafe {
-        sys::napi_create_function(
-            env.raw(),
-            name.as_ptr().cast(),
-            name.len() as isize,
-            Some(decide_raw),
-            std::ptr::null_mut(),
-            &mut f,
-        )
-    };
-    if status != sys::Status::napi_ok {
-        return Err(Error::from_reason("claw-identity: cannot create decide()"));
+fn shared(env: &Env) -> Result<Rc<Inner>> {
+    let state = thread_state(env)?;
+    if state.shared.is_none() {
+        configure(*env, None)?;
     }
-    // SAFETY: `f` is a function value just created in this env.
-    exports.set("decide", unsafe {
-        Unknown::from_raw_unchecked(env.raw(), f)
+    let (_, layer) = thread_state(env)?
+        .shared
+        .as_ref()
+        .ok_or_else(|| Error::from_reason("claw-identity: not configured"))?;
+    Ok(layer.inner.clone())
+}
+
+/// `beforeToolCall` of this thread's process-wide layer (configured with
+/// defaults if `configure` was never called). This is the plugin's trusted
+/// tool policy.
+#[napi(
+    catch_unwind,
+    ts_args_type = "event: ToolCallEvent, ctx?: ToolCallContext"
+)]
+pub fn before_tool_call(env: Env, event: Js, ctx: Js) -> Result<Js> {
+    shared(&env)?.before_tool_call(&env, event, ctx, Mode::Policy)
+}
+
+/// The plugin's ordinary `before_tool_call` hook: passes a call the trusted
+/// policy already decided when the call holds exactly what it decided, and
+/// decides (and warns once) otherwise.
+#[napi(
+    catch_unwind,
+    ts_args_type = "event: ToolCallEvent, ctx?: ToolCallContext"
+)]
+pub fn safety_net(env: Env, event: Js, ctx: Js) -> Result<Js> {
+    shared(&env)?.before_tool_call(&env, event, ctx, Mode::SafetyNet)
+}
+
+/// Stats of the process-wide layer, or `undefined` before `configure`.
+#[napi(catch_unwind)]
+pub fn stats(env: Env) -> Result<Either<NativeStats, ()>> {
+    Ok(match thread_state(&env)?.shared.as_ref() {
+        Some((_, l)) => Either::A(l.inner.stats()),
+        None => Either::B(()),
     })
 }
 
-/// Reads a JS string without allocating when it fits on the stack.
-/// Returns None for anything that is not a string.
-struct JsStr {
-    stack: [MaybeUninit<u8>; 512],
-    heap: Vec<u8>,
-}
-
-impl JsStr {
-    fn new() -> Self {
-        // Uninitialised: zeroing four of these cost about 5% of a call (measured).
-        JsStr {
-            stack: [MaybeUninit::uninit(); 512],
-            heap: Vec::new(),
-        }
+#[napi(module_exports)]
+pub fn init(_exports: Object) -> Result<()> {
+    if std::env::var_os("CLAW_IDENTITY_PANIC_TEST").is_some_and(|v| v == "1") {
+        PANIC_TEST.store(true, Ordering::Relaxed);
     }
-
-    /// # Safety
-    /// `env` and `value` must be valid for the current callback.
-    unsafe fn read(&mut self, env: sys::napi_env, value: sys::napi_value) -> Option<&str> {
-        if value.is_null() {
-            return None;
-        }
-        // Tool names, agent ids and session keys are short ASCII. V8 copies a
-        // string out as UTF-16 with a plain widening loop, while its UTF-8
-        // writer was the largest single cost of a call (measured): read
-        // UTF-16, and narrow it when every unit is ASCII (then it is UTF-8).
-        let mut wide = [MaybeUninit::<u16>::uninit(); 128];
-        let mut n = 0usize;
-        if sys::napi_get_value_string_utf16(
-            env,
-            value,
-            wide.as_mut_ptr().cast(),
-            wide.len(),
-            &mut n,
-        ) != sys::Status::napi_ok
-        {
-            return None; // not a string
-        }
-        // Room left for the terminating NUL: the string was not cut.
-        if n + 1 < wide.len() {
-            // SAFETY: V8 wrote `n` units.
-            let units = std::slice::from_raw_parts(wide.as_ptr().cast::<u16>(), n);
-            // A fold rather than `all`: no early exit, so it vectorizes.
-            if units.iter().fold(0, |acc, &u| acc | u) < 0x80 {
-                for (dst, &u) in self.stack.iter_mut().zip(units) {
-                    dst.write(u as u8);
-                }
-                // SAFETY: `n` bytes were just written, all ASCII, which is UTF-8.
-                let bytes = std::slice::from_raw_parts(self.stack.as_ptr().cast::<u8>(), n);
-                return Some(std::str::from_utf8_unchecked(bytes));
-            }
-        }
-        self.read_utf8(env, value)
-    }
-
-    /// Any string: N-API's UTF-8 (lone surrogates become U+FFFD).
-    unsafe fn read_utf8(&mut self, env: sys::napi_env, value: sys::napi_value) -> Option<&str> {
-        let mut written = 0usize;
-        if sys::napi_get_value_string_utf8(
-            env,
-            value,
-            self.stack.as_mut_ptr().cast(),
-            self.stack.len(),
-            &mut written,
-        ) != sys::Status::napi_ok
-        {
-            return None;
-        }
-        // V8 writes whole characters only: with room for one more (4-byte)
-        // character left over, the string was not cut.
-        let bytes = if written + 1 + 4 <= self.stack.len() {
-            // SAFETY: V8 wrote `written` bytes.
-            std::slice::from_raw_parts(self.stack.as_ptr().cast::<u8>(), written)
-        } else {
-            let mut len = 0usize;
-            if sys::napi_get_value_string_utf8(env, value, std::ptr::null_mut(), 0, &mut len)
-                != sys::Status::napi_ok
-            {
-                return None;
-            }
-            self.heap = vec![0u8; len + 1];
-            if sys::napi_get_value_string_utf8(
-                env,
-                value,
-                self.heap.as_mut_ptr().cast(),
-                len + 1,
-                &mut written,
-            ) != sys::Status::napi_ok
-            {
-                return None;
-            }
-            &self.heap[..written]
-        };
-        std::str::from_utf8(bytes).ok()
-    }
-}
-
-/// `decide(handle, tool, agentId, sessionKey, paramsJson, quiet, log)`, a raw
-/// N-API callback because this is the hot path (every owned tool call).
-///
-/// Returns `undefined` to pass. A rewrite that sets only the layer's
-/// `interest().slots` to non-empty strings (the common case: the token and
-/// the conversation id) comes back as one string, the slot values joined by
-/// NUL in slot order with an empty value for a slot left alone: building a
-/// JS object through N-API costs about 1 µs here (measured), a string about
-/// 50 ns. Anything else is an object (see `decision_object`): `{ patch }`,
-/// `{ block }` or `{ approval, patch? }`, with `ensureSession` when a session
-/// must exist before the call runs, or `{ lineage }` when the decision needs
-/// a sub-agent's spawner first.
-/// `paramsJson` is given only for tools listed in `interest().tools`;
-/// `quiet` decides without logging or counting; `log`, the function the
-/// layer was built with, takes the lines logged during the call (see
-/// `JsThreadLog`).
-unsafe extern "C" fn decide_raw(
-    env: sys::napi_env,
-    info: sys::napi_callback_info,
-) -> sys::napi_value {
-    match decide_args(env, info) {
-        Ok(v) => v,
-        Err(msg) => {
-            let msg = std::ffi::CString::new(msg).unwrap_or_default();
-            sys::napi_throw_error(env, std::ptr::null(), msg.as_ptr());
-            std::ptr::null_mut()
-        }
-    }
-}
-
-unsafe fn decide_args(
-    env: sys::napi_env,
-    info: sys::napi_callback_info,
-) -> std::result::Result<sys::napi_value, String> {
-    let mut argc = 7usize;
-    let mut argv = [std::ptr::null_mut(); 7];
-    if sys::napi_get_cb_info(
-        env,
-        info,
-        &mut argc,
-        argv.as_mut_ptr(),
-        std::ptr::null_mut(),
-        std::ptr::null_mut(),
-    ) != sys::Status::napi_ok
-    {
-        return Err("claw-identity: decide(): cannot read arguments".into());
-    }
-    let mut handle = 0u32;
-    if argc < 2 || sys::napi_get_value_uint32(env, argv[0], &mut handle) != sys::Status::napi_ok {
-        return Err("claw-identity: decide(handle, tool, ...) needs a layer handle".into());
-    }
-    let (mut tool_buf, mut agent_buf, mut session_buf, mut params_buf) =
-        (JsStr::new(), JsStr::new(), JsStr::new(), JsStr::new());
-    let Some(tool) = tool_buf.read(env, argv[1]) else {
-        return Err("claw-identity: decide(): tool must be a string".into());
-    };
-    let agent_id = agent_buf.read(env, argv[2]);
-    let session_key = session_buf.read(env, argv[3]);
-    let params: Params = match params_buf.read_utf8(env, argv[4]) {
-        Some(json) => match serde_json::from_str(json) {
-            Ok(serde_json::Value::Object(m)) => m,
-            _ => Params::new(),
-        },
-        None => Params::new(),
-    };
-    let mut quiet = false;
-    if argc > 5 {
-        let _ = sys::napi_get_value_bool(env, argv[5], &mut quiet);
-    }
-    // A clone, so the registry is not locked while a logger runs (it may call in again).
-    let Some(Some(layer)) = LAYERS.read().get(handle as usize).cloned() else {
-        return Err("claw-identity: decide(): unknown layer handle".into());
-    };
-    let _log_here = JsThreadLog::enter(
-        env,
-        if argc > 6 {
-            argv[6]
-        } else {
-            std::ptr::null_mut()
-        },
-    );
-    let call = ToolCall {
-        tool,
-        agent_id,
-        session_key,
-        params: &params,
-    };
-    let slots = &layer.engine().interest().slots;
-    let to_js = |d: &engine::Decision<'_>| decision_to_js(env, d, slots);
-    if quiet {
-        layer.explain(&call, to_js)
-    } else {
-        layer.decide(&call, to_js)
-    }
-}
-
-/// The compact form of a rewrite (see `decide_raw`), when it has one.
-fn slot_patch(patch: &[(String, serde_json::Value)], slots: &[String]) -> Option<String> {
-    let mut values: [Option<&str>; 8] = [None; 8];
-    if slots.len() > values.len() {
-        return None;
-    }
-    for (key, value) in patch {
-        let serde_json::Value::String(v) = value else {
-            return None;
-        };
-        let i = slots.iter().position(|s| s == key)?;
-        if v.is_empty() || v.contains('\0') {
-            return None;
-        }
-        values[i] = Some(v);
-    }
-    let mut out = String::with_capacity(80 * slots.len());
-    for (i, v) in values[..slots.len()].iter().enumerate() {
-        if i > 0 {
-            out.push('\0');
-        }
-        out.push_str(v.unwrap_or(""));
-    }
-    Some(out)
-}
-
-unsafe fn decision_to_js(
-    env: sys::napi_env,
-    d: &engine::Decision<'_>,
-    slots: &[String],
-) -> std::result::Result<sys::napi_value, String> {
-    let verdict = &d.verdict;
-    let mut out = std::ptr::null_mut();
-    let plain = d.need_lineage.is_none() && d.ensure_session.is_none();
-    if let (Verdict::Pass, true) = (verdict, plain) {
-        sys::napi_get_undefined(env, &mut out);
-        return Ok(out);
-    }
-    if let (Verdict::Rewrite(patch), true) = (verdict, plain) {
-        if let Some(s) = slot_patch(patch, slots) {
-            // ASCII (always, for hex tokens) is valid Latin-1, which V8 takes without decoding.
-            let st = if s.is_ascii() {
-                sys::napi_create_string_latin1(env, s.as_ptr().cast(), s.len() as isize, &mut out)
-            } else {
-                sys::napi_create_string_utf8(env, s.as_ptr().cast(), s.len() as isize, &mut out)
-            };
-            if st != sys::Status::napi_ok {
-                return Err("claw-identity: cannot create the result string".into());
-            }
-            return Ok(out);
-        }
-    }
-    let env = Env::from_raw(env);
-    decision_object(&env, d).map_err(|e| format!("claw-identity: cannot build the decision: {e}"))
-}
-
-fn patch_object(env: &Env, patch: &[(String, serde_json::Value)]) -> Result<Object<'static>> {
-    let mut p = Object::new(env)?;
-    for (key, value) in patch {
-        p.set(key, value.clone())?;
-    }
-    Ok(p)
-}
-
-fn session_object(env: &Env, s: &engine::SessionRef) -> Result<Object<'static>> {
-    let mut o = Object::new(env)?;
-    o.set("agentId", s.agent_id.as_str())?;
-    o.set("sessionKey", s.session_key.as_str())?;
-    Ok(o)
-}
-
-/// `{ patch }`, `{ block }`, `{ approval, patch? }`, each with an optional
-/// `ensureSession: { agentId, sessionKey, failureReason }`; or
-/// `{ lineage: { agentId, sessionKey } }` when the decision needs the
-/// spawner of that sub-agent session first (see `noteSpawn`).
-fn decision_object(env: &Env, d: &engine::Decision<'_>) -> Result<sys::napi_value> {
-    let mut out = Object::new(env)?;
-    if let Some(need) = &d.need_lineage {
-        out.set("lineage", session_object(env, need)?)?;
-        // SAFETY: `out` belongs to `env`, which is live for this callback.
-        return unsafe { Object::to_napi_value(env.raw(), out) };
-    }
-    match &d.verdict {
-        Verdict::Pass => {}
-        Verdict::Rewrite(patch) => out.set("patch", patch_object(env, patch)?)?,
-        Verdict::Block(reason) => out.set("block", reason.as_str())?,
-        Verdict::RequireApproval { title, description } => {
-            // OpenClaw's requireApproval shape. Per call only: a standing
-            // cross-user permission belongs in config grants, not in an
-            // "allow-always" click.
-            let mut a = Object::new(env)?;
-            a.set("title", title.as_str())?;
-            a.set("description", description.as_str())?;
-            a.set("severity", "warning")?;
-            a.set("allowedDecisions", vec!["allow-once", "deny"])?;
-            out.set("approval", a)?;
-            if !d.approval_patch.is_empty() {
-                out.set("patch", patch_object(env, &d.approval_patch)?)?;
-            }
-        }
-    }
-    if let Some(e) = &d.ensure_session {
-        let mut o = session_object(env, &e.session)?;
-        o.set("failureReason", e.failure_reason.as_str())?;
-        out.set("ensureSession", o)?;
-    }
-    // SAFETY: `out` belongs to `env`, which is live for this callback.
-    unsafe { Object::to_napi_value(env.raw(), out) }
+    Ok(())
 }
 
 /// Does nothing: the cost floor of a native call, for the benchmark.
@@ -614,7 +703,7 @@ fn decision_object(env: &Env, d: &engine::Decision<'_>) -> Result<sys::napi_valu
 pub fn noop() {}
 
 /// The first 12 hex digits of the sha256 of `secret`: how tokens are shown.
-#[napi]
+#[napi(catch_unwind)]
 pub fn fingerprint(secret: String) -> String {
     redact::fingerprint(&secret)
 }

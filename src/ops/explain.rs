@@ -78,6 +78,8 @@ pub struct Explanation {
     pub rule: Option<&'static str>,
     pub why: String,
     pub sets: Vec<SetParam>,
+    /// Params the model wrote that the call runs without (set to undefined).
+    pub clears: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -192,17 +194,29 @@ pub fn run(args: &ExplainArgs<'_>) -> Result<Explanation, String> {
     let mut sets = Vec::new();
     let mut reason = None;
     let mut approval = None;
+    // As the hook: only a param the call holds is taken out.
+    let clears: Vec<String> = d
+        .clear
+        .iter()
+        .filter(|k| args.params.contains_key(k.as_str()))
+        .map(|k| shown(k))
+        .collect();
     let (decision, why) = match &d.verdict {
         Verdict::Pass if matches!(d.token, TokenStatus::Missing(_)) => {
             debug_assert_eq!(opts.on_missing_token, OnMissingToken::Pass);
             (
-                "pass",
+                if clears.is_empty() { "pass" } else { "rewrite" },
                 format!(
-                    "onMissingToken is \"pass\", so the call runs with whatever {} the model wrote (the server will likely refuse it)",
+                    "onMissingToken is \"pass\", so the call runs without a token: any {} the model wrote is taken out, and the server will refuse the call",
                     opts.token_param
                 ),
             )
         }
+        Verdict::Pass if !clears.is_empty() => (
+            "rewrite",
+            "no rule sets a param, but the call runs without the params below that the model wrote"
+                .into(),
+        ),
         Verdict::Pass => (
             "pass",
             "no rule changes this call; it runs as the model wrote it".into(),
@@ -262,6 +276,7 @@ pub fn run(args: &ExplainArgs<'_>) -> Result<Explanation, String> {
         rule: d.rule,
         why,
         sets,
+        clears,
         reason,
         approval,
         ensures_session: d
@@ -301,6 +316,9 @@ impl Explanation {
         line("why", &self.why);
         for s in &self.sets {
             line("sets", &format!("{} = {}", s.param, s.value));
+        }
+        for c in &self.clears {
+            line("removes", c);
         }
         if let Some(r) = &self.reason {
             line("reason", r);

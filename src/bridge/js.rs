@@ -1,0 +1,457 @@
+//! A small safe wrapper over the raw N-API calls the hot path makes: read a
+//! property, read a string exactly, list own keys, define own properties.
+//! napi-rs's typed values would do each of these too, with an allocation or
+//! a conversion more per call; this file is the one place raw `napi_*` calls
+//! live, and every call's status is checked.
+
+use std::ptr;
+
+use napi::bindgen_prelude::*;
+use napi::sys;
+
+/// A JS value borrowed for the duration of one N-API callback.
+#[derive(Clone, Copy)]
+pub struct Js {
+    env: sys::napi_env,
+    raw: sys::napi_value,
+}
+
+/// The type of a JS value, as `typeof` says, with arrays told apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Undefined,
+    Null,
+    Boolean,
+    Number,
+    String,
+    Array,
+    Object,
+    Function,
+    Other,
+}
+
+/// A failed call's error. A JS exception it raised (a getter that throws, a
+/// Proxy) is cleared, so it cannot fail the tool call, and its message kept.
+fn check(env: sys::napi_env, status: sys::napi_status, what: &str) -> Result<()> {
+    if status == sys::Status::napi_ok {
+        return Ok(());
+    }
+    let thrown = Js {
+        env,
+        raw: ptr::null_mut(),
+    }
+    .take_exception();
+    Err(Error::from_reason(match thrown {
+        Some(msg) => msg,
+        None => format!("N-API {what} failed"),
+    }))
+}
+
+impl Js {
+    /// # Safety
+    /// `raw` must be a live value of `env` for the current callback.
+    pub unsafe fn from_raw(env: sys::napi_env, raw: sys::napi_value) -> Js {
+        Js { env, raw }
+    }
+
+    pub fn raw(self) -> sys::napi_value {
+        self.raw
+    }
+
+    pub fn env(self) -> sys::napi_env {
+        self.env
+    }
+
+    fn wrap(self, raw: sys::napi_value) -> Js {
+        Js { env: self.env, raw }
+    }
+
+    pub fn undefined(env: sys::napi_env) -> Result<Js> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: a plain N-API call on the callback's env.
+        check(
+            env,
+            unsafe { sys::napi_get_undefined(env, &mut raw) },
+            "get_undefined",
+        )?;
+        Ok(Js { env, raw })
+    }
+
+    pub fn boolean(env: sys::napi_env, b: bool) -> Result<Js> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: as above.
+        check(
+            env,
+            unsafe { sys::napi_get_boolean(env, b, &mut raw) },
+            "get_boolean",
+        )?;
+        Ok(Js { env, raw })
+    }
+
+    pub fn object(env: sys::napi_env) -> Result<Js> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: as above.
+        check(
+            env,
+            unsafe { sys::napi_create_object(env, &mut raw) },
+            "create_object",
+        )?;
+        Ok(Js { env, raw })
+    }
+
+    /// A JS string; ASCII (every token) is Latin-1, which V8 takes without decoding.
+    pub fn string(env: sys::napi_env, s: &str) -> Result<Js> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: `s` is valid for `s.len()` bytes.
+        let status = unsafe {
+            if s.is_ascii() {
+                sys::napi_create_string_latin1(env, s.as_ptr().cast(), s.len() as isize, &mut raw)
+            } else {
+                sys::napi_create_string_utf8(env, s.as_ptr().cast(), s.len() as isize, &mut raw)
+            }
+        };
+        check(env, status, "create_string")?;
+        Ok(Js { env, raw })
+    }
+
+    /// Any JSON value, as napi-rs's serde support makes it.
+    pub fn json(env: sys::napi_env, v: &serde_json::Value) -> Result<Js> {
+        if let serde_json::Value::String(s) = v {
+            return Js::string(env, s);
+        }
+        // SAFETY: env is live for this callback.
+        let raw = unsafe { serde_json::Value::to_napi_value(env, v.clone())? };
+        Ok(Js { env, raw })
+    }
+
+    pub fn kind(self) -> Result<Kind> {
+        let mut t = sys::ValueType::napi_undefined;
+        // SAFETY: a plain N-API call on a live value.
+        check(
+            self.env,
+            unsafe { sys::napi_typeof(self.env, self.raw, &mut t) },
+            "typeof",
+        )?;
+        Ok(match t {
+            sys::ValueType::napi_undefined => Kind::Undefined,
+            sys::ValueType::napi_null => Kind::Null,
+            sys::ValueType::napi_boolean => Kind::Boolean,
+            sys::ValueType::napi_number => Kind::Number,
+            sys::ValueType::napi_string => Kind::String,
+            sys::ValueType::napi_function => Kind::Function,
+            sys::ValueType::napi_object => {
+                let mut array = false;
+                // SAFETY: as above.
+                check(
+                    self.env,
+                    unsafe { sys::napi_is_array(self.env, self.raw, &mut array) },
+                    "is_array",
+                )?;
+                if array {
+                    Kind::Array
+                } else {
+                    Kind::Object
+                }
+            }
+            _ => Kind::Other,
+        })
+    }
+
+    /// `value[name]`, prototype chain included, as the tool itself reads it.
+    /// `None` for a value that is not an object or a function.
+    pub fn get(self, name: &std::ffi::CStr) -> Result<Option<Js>> {
+        if !matches!(self.kind()?, Kind::Object | Kind::Array | Kind::Function) {
+            return Ok(None);
+        }
+        self.get_unchecked(name).map(Some)
+    }
+
+    /// `value[name]` on a value known to be an object.
+    pub fn get_unchecked(self, name: &std::ffi::CStr) -> Result<Js> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: `name` is NUL-terminated; the value is live.
+        check(
+            self.env,
+            unsafe { sys::napi_get_named_property(self.env, self.raw, name.as_ptr(), &mut raw) },
+            "get_named_property",
+        )?;
+        Ok(self.wrap(raw))
+    }
+
+    /// `value[key]` for a key that is itself a JS value (a string or a symbol).
+    pub fn get_key(self, key: Js) -> Result<Js> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: both values are live.
+        check(
+            self.env,
+            unsafe { sys::napi_get_property(self.env, self.raw, key.raw, &mut raw) },
+            "get_property",
+        )?;
+        Ok(self.wrap(raw))
+    }
+
+    pub fn get_str_key(self, key: &str) -> Result<Js> {
+        let k = Js::string(self.env, key)?;
+        self.get_key(k)
+    }
+
+    pub fn get_index(self, i: u32) -> Result<Js> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: a plain N-API call on a live value.
+        check(
+            self.env,
+            unsafe { sys::napi_get_element(self.env, self.raw, i, &mut raw) },
+            "get_element",
+        )?;
+        Ok(self.wrap(raw))
+    }
+
+    pub fn array_len(self) -> Result<u32> {
+        let mut n = 0;
+        // SAFETY: as above.
+        check(
+            self.env,
+            unsafe { sys::napi_get_array_length(self.env, self.raw, &mut n) },
+            "get_array_length",
+        )?;
+        Ok(n)
+    }
+
+    /// The string's UTF-16 code units, exactly (no replacement of lone
+    /// surrogates); `None` if the value is not a string.
+    pub fn utf16(self) -> Result<Option<Vec<u16>>> {
+        let mut len = 0usize;
+        // SAFETY: a NULL buffer asks for the length only.
+        let status = unsafe {
+            sys::napi_get_value_string_utf16(self.env, self.raw, ptr::null_mut(), 0, &mut len)
+        };
+        if status == sys::Status::napi_string_expected {
+            return Ok(None);
+        }
+        check(self.env, status, "get_value_string_utf16")?;
+        let mut buf = vec![0u16; len + 1];
+        let mut written = 0usize;
+        // SAFETY: `buf` holds `len + 1` units, room for the terminating NUL.
+        check(
+            self.env,
+            unsafe {
+                sys::napi_get_value_string_utf16(
+                    self.env,
+                    self.raw,
+                    buf.as_mut_ptr(),
+                    len + 1,
+                    &mut written,
+                )
+            },
+            "get_value_string_utf16",
+        )?;
+        buf.truncate(written);
+        Ok(Some(buf))
+    }
+
+    /// A string for ids and names the host gives (a tool name, an agent id, a
+    /// session key): a lone surrogate becomes U+FFFD, which no valid id has.
+    pub fn host_str(self) -> Result<Option<String>> {
+        Ok(self.utf16()?.map(|u| String::from_utf16_lossy(&u)))
+    }
+
+    pub fn number(self) -> Result<f64> {
+        let mut n = 0.0;
+        // SAFETY: the caller checked the kind.
+        check(
+            self.env,
+            unsafe { sys::napi_get_value_double(self.env, self.raw, &mut n) },
+            "get_value_double",
+        )?;
+        Ok(n)
+    }
+
+    pub fn bool(self) -> Result<bool> {
+        let mut b = false;
+        // SAFETY: the caller checked the kind.
+        check(
+            self.env,
+            unsafe { sys::napi_get_value_bool(self.env, self.raw, &mut b) },
+            "get_value_bool",
+        )?;
+        Ok(b)
+    }
+
+    /// Own enumerable keys, strings then symbols, in the order `{...value}`
+    /// copies them (symbols only when `symbols`).
+    pub fn own_keys(self, symbols: bool) -> Result<Vec<Js>> {
+        let filter = sys::KeyFilter::enumerable
+            | if symbols {
+                0
+            } else {
+                sys::KeyFilter::skip_symbols
+            };
+        let mut arr = ptr::null_mut();
+        // SAFETY: a plain N-API call on a live object.
+        check(
+            self.env,
+            unsafe {
+                sys::napi_get_all_property_names(
+                    self.env,
+                    self.raw,
+                    sys::KeyCollectionMode::own_only,
+                    filter,
+                    sys::KeyConversion::numbers_to_strings,
+                    &mut arr,
+                )
+            },
+            "get_all_property_names",
+        )?;
+        let arr = self.wrap(arr);
+        (0..arr.array_len()?).map(|i| arr.get_index(i)).collect()
+    }
+
+    /// Whether the object has an own property `key`.
+    pub fn has_own(self, key: Js) -> Result<bool> {
+        let mut has = false;
+        // SAFETY: both values are live.
+        check(
+            self.env,
+            unsafe { sys::napi_has_own_property(self.env, self.raw, key.raw, &mut has) },
+            "has_own_property",
+        )?;
+        Ok(has)
+    }
+
+    /// Defines own, enumerable, writable data properties: no setter on
+    /// `Object.prototype` sees the value, and a key named `__proto__` stays an
+    /// own key, as `{...params}` makes it.
+    pub fn define(self, props: &[(Js, Js)]) -> Result<()> {
+        let descriptors: Vec<sys::napi_property_descriptor> = props
+            .iter()
+            .map(|(k, v)| sys::napi_property_descriptor {
+                utf8name: ptr::null(),
+                name: k.raw,
+                method: None,
+                getter: None,
+                setter: None,
+                value: v.raw,
+                attributes: sys::PropertyAttributes::writable
+                    | sys::PropertyAttributes::enumerable
+                    | sys::PropertyAttributes::configurable,
+                data: ptr::null_mut(),
+            })
+            .collect();
+        // SAFETY: every descriptor names live values of this env.
+        check(
+            self.env,
+            unsafe {
+                sys::napi_define_properties(
+                    self.env,
+                    self.raw,
+                    descriptors.len(),
+                    descriptors.as_ptr(),
+                )
+            },
+            "define_properties",
+        )
+    }
+
+    /// Whether the value is a promise.
+    pub fn is_promise(self) -> Result<bool> {
+        let mut p = false;
+        // SAFETY: a plain N-API call on a live value.
+        check(
+            self.env,
+            unsafe { sys::napi_is_promise(self.env, self.raw, &mut p) },
+            "is_promise",
+        )?;
+        Ok(p)
+    }
+}
+
+impl ToNapiValue for Js {
+    unsafe fn to_napi_value(_env: sys::napi_env, val: Self) -> Result<sys::napi_value> {
+        Ok(val.raw)
+    }
+}
+
+impl FromNapiValue for Js {
+    unsafe fn from_napi_value(env: sys::napi_env, raw: sys::napi_value) -> Result<Self> {
+        Ok(Js { env, raw })
+    }
+}
+
+impl TypeName for Js {
+    fn type_name() -> &'static str {
+        "unknown"
+    }
+    fn value_type() -> ValueType {
+        ValueType::Unknown
+    }
+}
+
+impl ValidateNapiValue for Js {}
+
+impl Js {
+    /// Calls `self` as a function with `this` and `args`. A JS exception is
+    /// cleared (it must not fail the tool call) and returned as the error,
+    /// with the exception's `message` when it has one.
+    pub fn call(self, this: Js, args: &[Js]) -> std::result::Result<Js, String> {
+        let raw_args: Vec<sys::napi_value> = args.iter().map(|a| a.raw).collect();
+        let mut out = ptr::null_mut();
+        // SAFETY: every value is live for this callback.
+        let status = unsafe {
+            sys::napi_call_function(
+                self.env,
+                this.raw,
+                self.raw,
+                raw_args.len(),
+                raw_args.as_ptr(),
+                &mut out,
+            )
+        };
+        if status == sys::Status::napi_ok {
+            return Ok(self.wrap(out));
+        }
+        Err(self
+            .take_exception()
+            .unwrap_or_else(|| "the call failed".to_owned()))
+    }
+
+    /// Clears a pending JS exception; its message, if it has one.
+    fn take_exception(self) -> Option<String> {
+        let mut pending = false;
+        // SAFETY: plain N-API calls on the callback's env.
+        unsafe {
+            if sys::napi_is_exception_pending(self.env, &mut pending) != sys::Status::napi_ok
+                || !pending
+            {
+                return None;
+            }
+            let mut e = ptr::null_mut();
+            if sys::napi_get_and_clear_last_exception(self.env, &mut e) != sys::Status::napi_ok {
+                return None;
+            }
+            let e = self.wrap(e);
+            let msg = match e.kind().ok()? {
+                Kind::String => e,
+                Kind::Object | Kind::Function => e.get_unchecked(c"message").ok()?,
+                _ => return Some("a non-error value was thrown".to_owned()),
+            };
+            msg.host_str().ok().flatten()
+        }
+    }
+
+    /// `self.bind(undefined, ...args)`: a function that calls `self` with
+    /// `args` first (how a native callback gets its data without a handle).
+    pub fn bind_args(self, args: &[Js]) -> Result<Js> {
+        let bind = self.get_unchecked(c"bind")?;
+        let mut all = vec![Js::undefined(self.env)?];
+        all.extend_from_slice(args);
+        bind.call(self, &all)
+            .map_err(|e| Error::from_reason(format!("claw-identity: bind failed: {e}")))
+    }
+
+    /// `self.bind(this)`.
+    pub fn bind_this(self, this: Js) -> Result<Js> {
+        let bind = self.get_unchecked(c"bind")?;
+        bind.call(self, &[this])
+            .map_err(|e| Error::from_reason(format!("claw-identity: bind failed: {e}")))
+    }
+}

@@ -1,0 +1,154 @@
+//! A tool call's params between JS and the rules: the fields a rule reads are
+//! read from the JS object itself, exactly, and a rewrite is a copy of the
+//! JS object with the rewritten values defined as own properties.
+
+use napi::Result;
+use serde_json::Value;
+
+use super::js::{Js, Kind};
+use crate::rules::Params;
+
+/// Nesting deeper than this in a field a rule reads is refused, not guessed at.
+pub const MAX_DEPTH: usize = 32;
+
+/// A field a rule needs holds a value that can't be read exactly.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable {
+    pub field: &'static str,
+    pub why: &'static str,
+}
+
+/// Reads `fields` of `params` (`params[field]`, as the tool reads it) into
+/// the JSON the rules take. An absent or `undefined` field is left out.
+pub fn read_fields(
+    params: Option<Js>,
+    fields: &[&'static str],
+) -> Result<std::result::Result<Params, Unreadable>> {
+    let mut out = Params::new();
+    let Some(params) = params else {
+        return Ok(Ok(out));
+    };
+    for &field in fields {
+        let v = params.get_str_key(field)?;
+        match exact(v, 0)? {
+            Ok(Some(value)) => {
+                out.insert(field.to_owned(), value);
+            }
+            Ok(None) => {}
+            Err(why) => return Ok(Err(Unreadable { field, why })),
+        }
+    }
+    Ok(Ok(out))
+}
+
+/// One value, exactly as JSON can hold it; `None` for `undefined`.
+pub fn exact(v: Js, depth: usize) -> Result<std::result::Result<Option<Value>, &'static str>> {
+    if depth > MAX_DEPTH {
+        return Ok(Err("nested too deeply"));
+    }
+    Ok(Ok(Some(match v.kind()? {
+        Kind::Undefined => return Ok(Ok(None)),
+        Kind::Null => Value::Null,
+        Kind::Boolean => Value::Bool(v.bool()?),
+        Kind::Number => match json_number(v.number()?) {
+            Some(n) => Value::Number(n),
+            None => return Ok(Err("a number JSON can't hold")),
+        },
+        Kind::String => {
+            let units = v.utf16()?.unwrap_or_default();
+            match String::from_utf16(&units) {
+                Ok(s) => Value::String(s),
+                Err(_) => return Ok(Err("text with a lone UTF-16 surrogate")),
+            }
+        }
+        Kind::Array => {
+            let mut items = Vec::new();
+            for i in 0..v.array_len()? {
+                match exact(v.get_index(i)?, depth + 1)? {
+                    Ok(item) => items.push(item.unwrap_or(Value::Null)),
+                    Err(why) => return Ok(Err(why)),
+                }
+            }
+            Value::Array(items)
+        }
+        Kind::Object => {
+            let mut map = serde_json::Map::new();
+            for key in v.own_keys(false)? {
+                let Some(units) = key.utf16()? else { continue };
+                let Ok(name) = String::from_utf16(&units) else {
+                    return Ok(Err("a key with a lone UTF-16 surrogate"));
+                };
+                match exact(v.get_key(key)?, depth + 1)? {
+                    Ok(Some(item)) => {
+                        map.insert(name, item);
+                    }
+                    Ok(None) => {}
+                    Err(why) => return Ok(Err(why)),
+                }
+            }
+            Value::Object(map)
+        }
+        Kind::Function | Kind::Other => return Ok(Err("a value JSON can't hold")),
+    })))
+}
+
+/// `{...params}` with `set` and `clear` applied: every other own enumerable
+/// property (string and symbol keys) copied as is, each value read once, the
+/// rewritten ones defined as own properties, and the cleared ones defined as
+/// `undefined` (OpenClaw spreads hook params over the original, so an absent
+/// key would let the model's value back in; `undefined` is dropped by JSON).
+pub fn copy_with(
+    env: napi::sys::napi_env,
+    params: Option<Js>,
+    set: &[(String, Value)],
+    clear: &[String],
+) -> Result<Js> {
+    let out = Js::object(env)?;
+    let mut props: Vec<(Js, Js)> = Vec::new();
+    let rewritten =
+        |name: &str| set.iter().any(|(k, _)| k == name) || clear.iter().any(|k| k == name);
+    if let Some(params) = params {
+        for key in params.own_keys(true)? {
+            if let Some(name) = key.host_str()? {
+                if rewritten(&name) {
+                    continue;
+                }
+            }
+            props.push((key, params.get_key(key)?));
+        }
+    }
+    for (k, v) in set {
+        props.push((Js::string(env, k)?, Js::json(env, v)?));
+    }
+    let undefined = Js::undefined(env)?;
+    for k in clear {
+        props.push((Js::string(env, k)?, undefined));
+    }
+    out.define(&props)?;
+    Ok(out)
+}
+
+/// The keys among `keys` that `params` holds as own properties.
+pub fn present(
+    env: napi::sys::napi_env,
+    params: Option<Js>,
+    keys: &[String],
+) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    if let Some(params) = params {
+        for k in keys {
+            if params.has_own(Js::string(env, k)?)? {
+                out.push(k.clone());
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A JS number as JSON has it: integers as integers (`100`, not `100.0`).
+fn json_number(n: f64) -> Option<serde_json::Number> {
+    if n.fract() == 0.0 && n.abs() < 9_007_199_254_740_992.0 {
+        return Some(serde_json::Number::from(n as i64));
+    }
+    serde_json::Number::from_f64(n)
+}
