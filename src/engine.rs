@@ -134,7 +134,15 @@ impl Engine {
         }
         if rules.workboard_scope.enabled {
             tools.extend(workboard_scope::BOARD_TOOLS.map(String::from));
-            tools.push(workboard_scope::DECOMPOSE_TOOL.to_owned());
+            tools.extend(workboard_scope::BOARD_ADMIN_TOOLS.map(String::from));
+            tools.extend(
+                [
+                    workboard_scope::DECOMPOSE_TOOL,
+                    workboard_scope::BOARD_CREATE_TOOL,
+                    workboard_scope::BOARDS_TOOL,
+                ]
+                .map(String::from),
+            );
         }
         // Owned calls stay on the string path: the token, then the conversation.
         let mut slots = vec![opts.token_param.clone()];
@@ -482,12 +490,15 @@ impl Engine {
             call.agent_id,
             call.params,
         ) {
-            Some(patch) => Decision::new(
+            workboard_scope::Scope::Set(patch) => Decision::new(
                 Verdict::Rewrite(patch),
                 Some(workboard_scope::RULE_ID),
                 TokenStatus::NotOwned,
             ),
-            None => Decision::pass(),
+            workboard_scope::Scope::Refuse(reason) => {
+                Decision::block(workboard_scope::RULE_ID, reason)
+            }
+            workboard_scope::Scope::Leave => Decision::pass(),
         }
     }
 
@@ -1167,6 +1178,33 @@ mod tests {
                 json!("agent:paco--dali:delegation:agent.paco--francis.main")
             )])
         );
+    }
+
+    #[test]
+    fn another_users_board_cannot_be_archived_deleted_or_overwritten() {
+        let e = rules_engine(json!({}));
+        for tool in ["workboard_board_archive", "workboard_board_delete"] {
+            let d = assert_idempotent(
+                &e,
+                tool,
+                "paco--francis",
+                FRANCIS_MAIN,
+                p(json!({"id": "wb_pepito", "archived": true})),
+            );
+            assert!(blocked(&d).starts_with("workboard-scope: "), "{tool}");
+        }
+        let d = assert_idempotent(
+            &e,
+            "workboard_board_create",
+            "paco--francis",
+            FRANCIS_MAIN,
+            p(json!({"id": "wb_pepito", "name": "mine now"})),
+        );
+        assert_eq!(
+            d.verdict,
+            Verdict::Rewrite(vec![("id".into(), json!("wb_paco"))])
+        );
+        assert!(e.needs_params("workboard_board_delete") && e.needs_params("workboard_boards"));
     }
 
     #[test]
