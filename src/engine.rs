@@ -11,6 +11,7 @@ use crate::rules::auth_token::{self, Missing};
 use crate::rules::conversation_id::{self, Lineage, Origin};
 use crate::rules::cross_user_send::{self as cross_user, Access, Reach};
 use crate::rules::delegation_session;
+use crate::rules::session_access::{self, Reaches};
 use crate::rules::spawn_redirect;
 use crate::rules::workboard_scope;
 use crate::rules::{ToolCall, Verdict};
@@ -144,9 +145,21 @@ impl Engine {
         if rules.reads_session_tools() {
             tools.extend(["sessions_send", "sessions_spawn"].map(String::from));
         }
+        if rules.cross_user_send.enabled {
+            tools.extend(session_access::KEYED_TOOLS.map(String::from));
+            tools.push(session_access::LIST_TOOL.to_owned());
+        }
         if rules.workboard_scope.enabled {
             tools.extend(workboard_scope::BOARD_TOOLS.map(String::from));
-            tools.push(workboard_scope::DECOMPOSE_TOOL.to_owned());
+            tools.extend(workboard_scope::BOARD_ADMIN_TOOLS.map(String::from));
+            tools.extend(
+                [
+                    workboard_scope::DECOMPOSE_TOOL,
+                    workboard_scope::BOARD_CREATE_TOOL,
+                    workboard_scope::BOARDS_TOOL,
+                ]
+                .map(String::from),
+            );
         }
         // Owned calls stay on the string path: the token, then the conversation.
         let mut slots = vec![opts.token_param.clone()];
@@ -197,7 +210,9 @@ impl Engine {
     /// The rules, in order. Owned tools (`claw-os__*`): `auth-token`, then
     /// `conversation-id`; they never read params. `sessions_send`:
     /// `cross-user-send`, then `delegation-session`. `sessions_spawn`:
-    /// `cross-user-send`, then `spawn-redirect`. Workboard tools:
+    /// `cross-user-send`, then `spawn-redirect`. The other session tools
+    /// (`sessions_history`, `session_status`, `sessions`, `sessions_search`,
+    /// `sessions_list`): `cross-user-send`. Workboard tools:
     /// `workboard-scope`. Deciding again on params a rule already rewrote
     /// yields the same values (the plugin decides twice per call).
     pub fn decide<'m>(&self, call: &ToolCall<'_>, view: &MapView<'m>) -> Decision<'m> {
@@ -205,6 +220,9 @@ impl Engine {
         match call.tool {
             "sessions_send" if rules.reads_session_tools() => return self.decide_send(call),
             "sessions_spawn" if rules.reads_session_tools() => return self.decide_spawn(call),
+            t if rules.cross_user_send.enabled && session_access::is_session_tool(t) => {
+                return self.decide_session_access(call)
+            }
             t if rules.workboard_scope.enabled
                 && t.starts_with("workboard_")
                 && workboard_scope::is_workboard_tool(t) =>
@@ -470,6 +488,66 @@ impl Engine {
         Decision::pass()
     }
 
+    /// Session tools other than sends: the same caller → target check,
+    /// on every agent the call names.
+    fn decide_session_access<'m>(&self, call: &ToolCall<'_>) -> Decision<'m> {
+        let caller = call.agent_id.and_then(normalize_agent_id);
+        let reaches = match session_access::evaluate(call.tool, call.params) {
+            Ok(Reaches::Own) => return Decision::pass(),
+            Ok(r) => r,
+            Err(why) => {
+                let shown_caller = caller.as_deref().unwrap_or("<your agentId>");
+                return Decision::block(
+                    cross_user::RULE_ID,
+                    session_access::unchecked_reason(call.tool, shown_caller, &why),
+                );
+            }
+        };
+        let Some(caller) = caller else {
+            return Decision::block(
+                cross_user::RULE_ID,
+                cross_user::unknown_caller_reason(call.tool),
+            );
+        };
+        let agents = match reaches {
+            Reaches::Own => return Decision::pass(),
+            // A listing can't be filtered after the fact: narrow it to the
+            // caller's own agent with OpenClaw's own filter.
+            Reaches::Everyone => {
+                return Decision::new(
+                    Verdict::Rewrite(vec![("agentId".to_owned(), Value::String(caller))]),
+                    Some(cross_user::RULE_ID),
+                    TokenStatus::NotOwned,
+                )
+            }
+            Reaches::Agents(agents) => agents,
+        };
+        let mut ask = None;
+        for agent in &agents {
+            match cross_user::reach(&self.opts.rules.cross_user_send, &caller, agent) {
+                Reach::SameUser | Reach::Granted(Access::Allow) => {}
+                Reach::Granted(Access::Ask) => ask = ask.or(Some(agent)),
+                Reach::Denied => {
+                    return Decision::block(
+                        cross_user::RULE_ID,
+                        cross_user::denied_reason(call.tool, &caller, agent),
+                    )
+                }
+            }
+        }
+        match ask {
+            Some(agent) => {
+                let (title, description) = cross_user::approval(call.tool, &caller, agent);
+                Decision::new(
+                    Verdict::RequireApproval { title, description },
+                    Some(cross_user::RULE_ID),
+                    TokenStatus::NotOwned,
+                )
+            }
+            None => Decision::pass(),
+        }
+    }
+
     fn decide_workboard<'m>(&self, call: &ToolCall<'_>) -> Decision<'m> {
         match workboard_scope::evaluate(
             &self.opts.rules.workboard_scope,
@@ -477,12 +555,15 @@ impl Engine {
             call.agent_id,
             call.params,
         ) {
-            Some(patch) => Decision::new(
+            workboard_scope::Scope::Set(patch) => Decision::new(
                 Verdict::Rewrite(patch),
                 Some(workboard_scope::RULE_ID),
                 TokenStatus::NotOwned,
             ),
-            None => Decision::pass(),
+            workboard_scope::Scope::Refuse(reason) => {
+                Decision::block(workboard_scope::RULE_ID, reason)
+            }
+            workboard_scope::Scope::Leave => Decision::pass(),
         }
     }
 
@@ -996,6 +1077,199 @@ mod tests {
             p(json!({"boardId": "x"})),
         );
         assert_eq!(d.verdict, Verdict::Pass);
+    }
+
+    #[test]
+    fn another_users_sessions_cannot_be_read_or_changed() {
+        let e = rules_engine(json!({}));
+        for (tool, params) in [
+            (
+                "sessions_history",
+                json!({"sessionKey": "agent:pepito--atlas:main"}),
+            ),
+            (
+                "sessions_history",
+                json!({"sessionKey": "AGENT:PEPITO--ATLAS:main", "limit": 5}),
+            ),
+            (
+                "session_status",
+                json!({"sessionKey": "agent:pepito--atlas:main", "model": "x"}),
+            ),
+            (
+                "sessions_search",
+                json!({"query": "q", "sessionKey": "agent:pepito--atlas:main"}),
+            ),
+            (
+                "sessions",
+                json!({"action": "delete", "sessionKey": "agent:pepito--atlas:main"}),
+            ),
+            (
+                "sessions",
+                json!({"action": "patch", "targets": [{"sessionKey": "agent:paco--dali:main"}, {"sessionKey": "agent:pepito--atlas:main"}]}),
+            ),
+            ("sessions_list", json!({"agentId": "pepito--atlas"})),
+        ] {
+            let d = assert_idempotent(&e, tool, "paco--francis", FRANCIS_MAIN, p(params.clone()));
+            let r = blocked(&d);
+            assert!(
+                r.starts_with("cross-user-send: ") && r.contains("pepito--atlas"),
+                "{tool} {params}: {r}"
+            );
+        }
+    }
+
+    #[test]
+    fn session_references_that_dont_name_an_agent_are_refused_with_the_form_to_use() {
+        let e = rules_engine(json!({}));
+        for (tool, params) in [
+            ("sessions_history", json!({"sessionKey": "main"})),
+            (
+                "sessions_history",
+                json!({"sessionKey": "4f2a1c9e-1111-2222-3333-444455556666"}),
+            ),
+            ("session_status", json!({"sessionKey": "research"})),
+            (
+                "sessions",
+                json!({"action": "reset", "sessionKey": "global"}),
+            ),
+            ("sessions_search", json!({"query": "q"})),
+        ] {
+            let d = assert_idempotent(&e, tool, "paco--francis", FRANCIS_MAIN, p(params.clone()));
+            let r = blocked(&d);
+            assert!(
+                r.starts_with("cross-user-send: ") && r.contains("agent:"),
+                "{tool} {params}: {r}"
+            );
+        }
+        let d = decide_on(
+            &e,
+            empty_map(),
+            "sessions_history",
+            Some("paco--francis"),
+            Some(FRANCIS_MAIN),
+            &p(json!({"sessionKey": "main"})),
+        );
+        assert!(blocked(&d).contains("agent:paco--francis:main"));
+    }
+
+    #[test]
+    fn own_users_sessions_pass_and_the_listing_is_scoped_to_the_caller() {
+        let e = rules_engine(json!({}));
+        for (tool, params) in [
+            ("sessions_history", json!({"sessionKey": "current"})),
+            (
+                "sessions_history",
+                json!({"sessionKey": "agent:paco--dali:main"}),
+            ),
+            ("session_status", json!({})),
+            ("sessions", json!({"action": "patch", "label": "x"})),
+            ("sessions", json!({"action": "group_list"})),
+            (
+                "sessions_search",
+                json!({"query": "q", "sessionKey": "current"}),
+            ),
+            ("sessions_list", json!({"agentId": "Paco--Dali"})),
+        ] {
+            let d = assert_idempotent(&e, tool, "paco--francis", FRANCIS_MAIN, p(params.clone()));
+            assert_eq!(d.verdict, Verdict::Pass, "{tool} {params}");
+        }
+        let d = assert_idempotent(
+            &e,
+            "sessions_list",
+            "paco--francis",
+            FRANCIS_MAIN,
+            p(json!({"limit": 10, "agentId": " "})),
+        );
+        assert_eq!(
+            d.verdict,
+            Verdict::Rewrite(vec![("agentId".into(), json!("paco--francis"))])
+        );
+        assert!(e.needs_params("sessions_history") && e.needs_params("sessions_list"));
+    }
+
+    #[test]
+    fn session_reads_follow_the_send_grants() {
+        let e = rules_engine(
+            json!({"crossUserSend": {"grants": {"paco--*": {"pepito--atlas": "ask"}, "paco--francis": {"pepito--bob": "allow"}}}}),
+        );
+        let d = assert_idempotent(
+            &e,
+            "sessions_history",
+            "paco--francis",
+            FRANCIS_MAIN,
+            p(json!({"sessionKey": "agent:pepito--atlas:main"})),
+        );
+        assert!(
+            matches!(d.verdict, Verdict::RequireApproval { .. }),
+            "{d:?}"
+        );
+        let d = assert_idempotent(
+            &e,
+            "sessions_list",
+            "paco--francis",
+            FRANCIS_MAIN,
+            p(json!({"agentId": "pepito--bob"})),
+        );
+        assert_eq!(d.verdict, Verdict::Pass);
+        let off = rules_engine(json!({"crossUserSend": {"enabled": false}}));
+        let d = decide_on(
+            &off,
+            empty_map(),
+            "sessions_history",
+            Some("paco--francis"),
+            Some(FRANCIS_MAIN),
+            &p(json!({"sessionKey": "agent:pepito--atlas:main"})),
+        );
+        assert_eq!(d.verdict, Verdict::Pass);
+        assert!(!off.needs_params("sessions_history"));
+    }
+
+    #[test]
+    fn a_delegation_key_in_another_case_is_routed_to_the_callers_conversation() {
+        let e = rules_engine(json!({}));
+        let d = assert_idempotent(
+            &e,
+            "sessions_send",
+            "paco--francis",
+            FRANCIS_MAIN,
+            p(
+                json!({"sessionKey": "agent:paco--dali:DELEGATION:agent.paco--francis.other", "message": "m"}),
+            ),
+        );
+        assert_eq!(
+            d.verdict,
+            Verdict::Rewrite(vec![(
+                "sessionKey".into(),
+                json!("agent:paco--dali:delegation:agent.paco--francis.main")
+            )])
+        );
+    }
+
+    #[test]
+    fn another_users_board_cannot_be_archived_deleted_or_overwritten() {
+        let e = rules_engine(json!({}));
+        for tool in ["workboard_board_archive", "workboard_board_delete"] {
+            let d = assert_idempotent(
+                &e,
+                tool,
+                "paco--francis",
+                FRANCIS_MAIN,
+                p(json!({"id": "wb_pepito", "archived": true})),
+            );
+            assert!(blocked(&d).starts_with("workboard-scope: "), "{tool}");
+        }
+        let d = assert_idempotent(
+            &e,
+            "workboard_board_create",
+            "paco--francis",
+            FRANCIS_MAIN,
+            p(json!({"id": "wb_pepito", "name": "mine now"})),
+        );
+        assert_eq!(
+            d.verdict,
+            Verdict::Rewrite(vec![("id".into(), json!("wb_paco"))])
+        );
+        assert!(e.needs_params("workboard_board_delete") && e.needs_params("workboard_boards"));
     }
 
     #[test]

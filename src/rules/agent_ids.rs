@@ -18,7 +18,7 @@ const MAX_AGENT_ID: usize = 64;
 /// characters replaced by one `-`, leading and trailing dashes removed, and
 /// is cut to 64 characters. `None` when nothing is left ("unrepresentable").
 pub fn normalize_agent_id(raw: &str) -> Option<String> {
-    let trimmed = raw.trim();
+    let trimmed = js_trim(raw);
     let valid_char = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
     let is_valid = !trimmed.is_empty()
         && trimmed.len() <= MAX_AGENT_ID
@@ -43,6 +43,24 @@ pub fn normalize_agent_id(raw: &str) -> Option<String> {
     }
     let out: String = out.trim_matches('-').chars().take(MAX_AGENT_ID).collect();
     (!out.is_empty()).then_some(out)
+}
+
+/// JS `String.prototype.trim`, which OpenClaw applies to every id and key:
+/// Unicode White_Space plus U+FEFF, but not U+0085 (Rust's `trim` is the
+/// other way round on both). A key that OpenClaw trims to `agent:...` must
+/// be `agent:...` here too.
+pub fn js_trim(s: &str) -> &str {
+    s.trim_matches(|c: char| c == '\u{feff}' || (c.is_whitespace() && c != '\u{85}'))
+}
+
+/// A session key as OpenClaw compares and stores it
+/// (`normalizeSessionKeyPreservingOpaquePeerIds`): trimmed and lowercased.
+/// OpenClaw keeps the case of Signal group ids and Matrix room ids inside a
+/// key; the parts these rules read (`agent:`, the agent id, `main`,
+/// `delegation:<escaped>`, `subagent:`) are lowercased either way, so every
+/// comparison of those parts goes through this.
+pub fn normalize_session_key(key: &str) -> String {
+    js_trim(key).to_lowercase()
 }
 
 /// Which user an agent belongs to.
@@ -89,14 +107,14 @@ pub fn same_user(a: &str, b: &str) -> bool {
 /// non-empty agent part (trimmed) and a non-empty rest that does not start
 /// with `:`. `None` for anything else (`main`, a session id, `current`).
 pub fn split_session_key(key: &str) -> Option<(&str, &str)> {
-    let key = key.trim();
+    let key = js_trim(key);
     // `get`: the first six bytes may end inside a multi-byte character.
     if !key.get(..6)?.eq_ignore_ascii_case("agent:") {
         return None;
     }
     let after = &key[6..];
     let end = after.find(':')?;
-    let agent = after[..end].trim();
+    let agent = js_trim(&after[..end]);
     let rest = &after[end + 1..];
     if agent.is_empty() || rest.is_empty() || rest.starts_with(':') {
         return None;
@@ -118,7 +136,7 @@ pub fn str_param<'a>(params: &'a Params, camel: &str, snake: &str) -> Option<&'a
         None => params.get(snake)?,
     };
     match raw {
-        Value::String(s) if !s.trim().is_empty() => Some(s.trim()),
+        Value::String(s) if !js_trim(s).is_empty() => Some(js_trim(s)),
         _ => None,
     }
 }
@@ -204,6 +222,25 @@ mod tests {
         ] {
             assert_eq!(split_session_key(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn trimming_is_javascripts() {
+        assert_eq!(js_trim("\u{feff} agent:x:main\u{2028}"), "agent:x:main");
+        assert_eq!(js_trim("\u{85}x\u{85}"), "\u{85}x\u{85}");
+        assert_eq!(
+            split_session_key("\u{feff}agent:pepito--atlas:main"),
+            Some(("pepito--atlas", "main"))
+        );
+        let p = json!({"sessionKey": "\u{feff}"});
+        assert_eq!(
+            str_param(p.as_object().unwrap(), "sessionKey", "session_key"),
+            None
+        );
+        assert_eq!(
+            normalize_session_key(" AGENT:Paco--Dali:DELEGATION:x "),
+            "agent:paco--dali:delegation:x"
+        );
     }
 
     #[test]

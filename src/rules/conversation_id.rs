@@ -116,11 +116,20 @@ fn is_subagent_rest(rest: &str) -> bool {
         .is_some_and(|p| p.eq_ignore_ascii_case("subagent:"))
 }
 
+/// Whether `rest` starts with the delegation tag in any case (OpenClaw
+/// lowercases keys, so `DELEGATION:` is the same session).
+fn is_delegation_rest(rest: &str) -> bool {
+    let tag = delegation_session::KEY_TAG;
+    rest.get(..tag.len())
+        .is_some_and(|p| p.eq_ignore_ascii_case(tag))
+}
+
 pub fn originating_conversation(session_key: &str, lineage: &Lineage) -> Origin {
     // The common case (every claw-os call from a user's own session): one
-    // parse, one copy.
+    // parse, one copy. The conversation is the key exactly as OpenClaw gave
+    // it (it keeps the case of Signal/Matrix peer ids), never re-cased.
     let rest = rest_of(session_key);
-    if !rest.starts_with(delegation_session::KEY_TAG) && !is_subagent_rest(rest) {
+    if !is_delegation_rest(rest) && !is_subagent_rest(rest) {
         return Origin::Conversation(session_key.to_owned());
     }
     let mut key = session_key.to_owned();
@@ -176,6 +185,15 @@ mod tests {
     fn a_delegated_session_carries_the_delegating_conversation() {
         let l = Lineage::default();
         let k = delegation_key("paco--dali", C);
+        assert_eq!(conv(evaluate(Some(&k), &l)), C);
+    }
+
+    #[test]
+    fn a_delegated_session_key_in_another_case_still_carries_the_conversation() {
+        let l = Lineage::default();
+        let k = delegation_key("paco--dali", C).to_uppercase();
+        assert_eq!(conv(evaluate(Some(&k), &l)), C);
+        let k = delegation_key("paco--dali", C).replace(":delegation:", ":Delegation:");
         assert_eq!(conv(evaluate(Some(&k), &l)), C);
     }
 

@@ -13,7 +13,7 @@
 
 use serde::Deserialize;
 
-use super::agent_ids::{split_session_key, str_param};
+use super::agent_ids::{normalize_session_key, split_session_key, str_param};
 use super::Params;
 
 pub const RULE_ID: &str = "delegation-session";
@@ -57,9 +57,12 @@ pub fn delegation_key(specialist: &str, conversation: &str) -> String {
 }
 
 /// The conversation a delegation key was made for; `None` when `key` is not
-/// a delegation key (or its escape is damaged).
+/// a delegation key (or its escape is damaged). Read from the key as
+/// OpenClaw normalizes it: `agent:x:DELEGATION:...` is the same session as
+/// `agent:x:delegation:...` there, so it must be a delegation key here too.
 pub fn conversation_of(key: &str) -> Option<String> {
-    let (_, rest) = split_session_key(key)?;
+    let key = normalize_session_key(key);
+    let (_, rest) = split_session_key(&key)?;
     let escaped = rest.strip_prefix(KEY_TAG)?.strip_prefix(':')?;
     if escaped.is_empty() {
         return None;
@@ -149,12 +152,28 @@ mod tests {
     }
 
     #[test]
+    fn keys_in_another_case_carry_the_conversation_openclaw_sees() {
+        let k = delegation_key("paco--dali", "agent:paco--francis:other");
+        for variant in [k.to_uppercase(), format!(" {k} "), format!("\u{feff}{k}")] {
+            assert_eq!(
+                conversation_of(&variant).as_deref(),
+                Some("agent:paco--francis:other"),
+                "{variant:?}"
+            );
+        }
+        // `_3A` lowercases to `_3a`, an escaped `:`, which the escape never writes.
+        assert_eq!(
+            conversation_of("agent:paco--dali:delegation:agent_3A"),
+            None
+        );
+    }
+
+    #[test]
     fn other_keys_and_damaged_escapes_have_no_conversation() {
         for k in [
             "agent:paco--dali:main",
             "agent:paco--dali:delegation:",
             "agent:paco--dali:delegation:agent_3",
-            "agent:paco--dali:delegation:agent_3A",
             "agent:paco--dali:delegation:agent_61",
             "agent:paco--dali:delegation:a:b",
             "agent:paco--dali:delegation:_ff",
@@ -174,6 +193,11 @@ mod tests {
             json!({"sessionKey": "agent:paco--dali:main", "message": "m"}),
             json!({"sessionKey": "agent:paco--dali:MAIN", "message": "m"}),
             json!({"sessionKey": deleg, "message": "m"}),
+            // OpenClaw lowercases and trims keys: these are delegation keys to it.
+            json!({"sessionKey": "agent:paco--dali:DELEGATION:agent.paco--francis.other", "message": "m"}),
+            json!({"sessionKey": "AGENT:paco--dali:Delegation:agent.paco--francis.other", "message": "m"}),
+            json!({"sessionKey": "\u{feff}agent:paco--dali:delegation:agent.paco--francis.other", "message": "m"}),
+            json!({"sessionKey": "agent:paco--dali:delegation:AGENT.PACO--FRANCIS.OTHER", "message": "m"}),
         ] {
             assert!(redirects(&params(p.clone())), "{p}");
         }

@@ -1,15 +1,20 @@
 //! Rule `workboard-scope`: the bundled Workboard plugin's board namespace is
-//! whatever `boardId` the model passes, so one user's agents could read and
+//! whatever board id the model passes, so one user's agents could read and
 //! write another user's boards. Every Workboard tool that takes a `boardId`
 //! gets `<boardPrefix><userprefix>` (`wb_paco`) instead, whatever the model
-//! wrote, and `workboard_decompose` gets it on each child card. Callers
-//! without a user prefix are left alone. Workboard's schemas are strict, so
-//! the rule only ever sets keys they declare.
+//! wrote, and `workboard_decompose` gets it on each child card. The board
+//! admin tools name the board in `id`: `workboard_board_create` gets the
+//! caller's board there too; archiving or deleting another board, and
+//! listing every board (`workboard_boards`), are refused. Tools that take
+//! only a card, attachment or subscription id are left alone (the board
+//! can't be known from params; see docs/rules.md). Callers without a user
+//! prefix are left alone. Workboard's schemas are strict, so the rule only
+//! ever sets keys they declare.
 
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::agent_ids::{normalize_agent_id, user_prefix};
+use super::agent_ids::{js_trim, normalize_agent_id, user_prefix};
 use super::Params;
 
 pub const RULE_ID: &str = "workboard-scope";
@@ -29,6 +34,16 @@ pub const BOARD_TOOLS: [&str; 8] = [
 
 /// The tool whose `children[].boardId` select the boards of new cards.
 pub const DECOMPOSE_TOOL: &str = "workboard_decompose";
+
+/// The board admin tool whose `id` is the board to create or update.
+pub const BOARD_CREATE_TOOL: &str = "workboard_board_create";
+/// Board admin tools whose `id` is a board to archive or delete.
+pub const BOARD_ADMIN_TOOLS: [&str; 2] = ["workboard_board_archive", "workboard_board_delete"];
+/// Lists every board's id and counts; takes no params to scope it with.
+pub const BOARDS_TOOL: &str = "workboard_boards";
+
+/// The top-level params this rule reads.
+pub const PARAMS: &[&str] = &["boardId", "children", "id"];
 
 /// Workboard's board id grammar: `^[a-z0-9][a-z0-9._-]{0,79}$`.
 fn is_board_id(id: &str) -> bool {
@@ -84,25 +99,62 @@ impl WorkboardScopeConfig {
 }
 
 pub fn is_workboard_tool(tool: &str) -> bool {
-    tool == DECOMPOSE_TOOL || BOARD_TOOLS.contains(&tool)
+    tool == DECOMPOSE_TOOL
+        || tool == BOARD_CREATE_TOOL
+        || tool == BOARDS_TOOL
+        || BOARD_TOOLS.contains(&tool)
+        || BOARD_ADMIN_TOOLS.contains(&tool)
 }
 
-/// The params to set for a Workboard call, or `None` to leave it alone.
+/// What to do with a Workboard call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Scope {
+    Leave,
+    Set(Vec<(String, Value)>),
+    Refuse(String),
+}
+
+/// A board id as Workboard's `normalizeBoardId` reads it: trimmed, lowercased.
+fn board_param(params: &Params, key: &str) -> Option<String> {
+    match params.get(key) {
+        Some(Value::String(s)) => Some(js_trim(s).to_lowercase()),
+        _ => None,
+    }
+}
+
 pub fn evaluate(
     cfg: &WorkboardScopeConfig,
     tool: &str,
     caller: Option<&str>,
     params: &Params,
-) -> Option<Vec<(String, Value)>> {
-    let board = cfg.board_of(caller?)?;
+) -> Scope {
+    let Some(board) = caller.and_then(|c| cfg.board_of(c)) else {
+        return Scope::Leave;
+    };
     if BOARD_TOOLS.contains(&tool) {
-        return Some(vec![("boardId".to_owned(), Value::String(board))]);
+        return Scope::Set(vec![("boardId".to_owned(), Value::String(board))]);
+    }
+    if tool == BOARD_CREATE_TOOL {
+        return Scope::Set(vec![("id".to_owned(), Value::String(board))]);
+    }
+    if BOARD_ADMIN_TOOLS.contains(&tool) {
+        return match board_param(params, "id") {
+            Some(id) if id == board => Scope::Leave,
+            _ => Scope::Refuse(format!(
+                "{RULE_ID}: {tool} may only act on your user's board \"{board}\"; another board was named, so it was not run. Set id to \"{board}\", or tell the user that other boards are managed by their own users."
+            )),
+        };
+    }
+    if tool == BOARDS_TOOL {
+        return Scope::Refuse(format!(
+            "{RULE_ID}: {tool} lists every user's boards, so it was not run. Your user's board is \"{board}\": use workboard_stats or workboard_list for it."
+        ));
     }
     if tool != DECOMPOSE_TOOL {
-        return None;
+        return Scope::Leave;
     }
     let Some(Value::Array(children)) = params.get("children") else {
-        return None; // not an array: Workboard's schema refuses the call anyway
+        return Scope::Leave; // not an array: Workboard's schema refuses the call anyway
     };
     let scoped: Vec<Value> = children
         .iter()
@@ -115,7 +167,7 @@ pub fn evaluate(
             other => other.clone(),
         })
         .collect();
-    Some(vec![("children".to_owned(), Value::Array(scoped))])
+    Scope::Set(vec![("children".to_owned(), Value::Array(scoped))])
 }
 
 #[cfg(test)]
@@ -141,7 +193,7 @@ mod tests {
             ] {
                 assert_eq!(
                     evaluate(&cfg(), tool, Some("paco--francis"), &params(p)),
-                    Some(vec![("boardId".into(), json!("wb_paco"))]),
+                    Scope::Set(vec![("boardId".into(), json!("wb_paco"))]),
                     "{tool}"
                 );
             }
@@ -158,17 +210,17 @@ mod tests {
                 "not a card",
             ],
         }));
-        let got = evaluate(&cfg(), DECOMPOSE_TOOL, Some("paco--dali"), &p).unwrap();
+        let got = evaluate(&cfg(), DECOMPOSE_TOOL, Some("paco--dali"), &p);
         assert_eq!(
             got,
-            vec![(
+            Scope::Set(vec![(
                 "children".into(),
                 json!([
                     {"title": "a", "boardId": "wb_paco", "agentId": "paco--dali"},
                     {"title": "b", "boardId": "wb_paco"},
                     "not a card",
                 ])
-            )]
+            )])
         );
         assert_eq!(
             evaluate(
@@ -177,7 +229,7 @@ mod tests {
                 Some("paco--dali"),
                 &params(json!({"children": "x"}))
             ),
-            None
+            Scope::Leave
         );
     }
 
@@ -191,24 +243,68 @@ mod tests {
                     caller,
                     &params(json!({"boardId": "b"}))
                 ),
-                None,
+                Scope::Leave,
                 "{caller:?}"
             );
         }
     }
 
     #[test]
-    fn other_workboard_tools_are_not_touched() {
+    fn board_admin_tools_act_only_on_the_callers_board() {
+        let p = |v| params(v);
+        assert_eq!(
+            evaluate(
+                &cfg(),
+                "workboard_board_create",
+                Some("paco--x"),
+                &p(json!({"id": "wb_pepito", "name": "n"}))
+            ),
+            Scope::Set(vec![("id".into(), json!("wb_paco"))])
+        );
+        for tool in BOARD_ADMIN_TOOLS {
+            for id in [json!("wb_pepito"), json!("default"), json!(3)] {
+                let got = evaluate(&cfg(), tool, Some("paco--x"), &p(json!({"id": id})));
+                let Scope::Refuse(r) = got else {
+                    panic!("{tool} {id}: {got:?}")
+                };
+                assert!(
+                    r.starts_with("workboard-scope: ") && r.contains("wb_paco"),
+                    "{r}"
+                );
+            }
+            for id in ["wb_paco", " WB_Paco "] {
+                assert_eq!(
+                    evaluate(&cfg(), tool, Some("paco--x"), &p(json!({"id": id}))),
+                    Scope::Leave,
+                    "{tool} {id}"
+                );
+            }
+        }
+        let Scope::Refuse(r) = evaluate(&cfg(), BOARDS_TOOL, Some("paco--x"), &p(json!({}))) else {
+            panic!()
+        };
+        assert!(r.contains("workboard_stats"), "{r}");
+        assert_eq!(
+            evaluate(&cfg(), BOARDS_TOOL, Some("main"), &p(json!({}))),
+            Scope::Leave
+        );
+    }
+
+    #[test]
+    fn card_id_tools_are_not_touched() {
         for tool in [
             "workboard_read",
-            "workboard_boards",
-            "workboard_board_create",
+            "workboard_claim",
+            "workboard_move",
+            "workboard_link",
+            "workboard_attachment_read",
+            "workboard_notify_advance",
             "exec",
         ] {
             assert!(!is_workboard_tool(tool));
             assert_eq!(
-                evaluate(&cfg(), tool, Some("paco--x"), &params(json!({}))),
-                None
+                evaluate(&cfg(), tool, Some("paco--x"), &params(json!({"id": "c"}))),
+                Scope::Leave
             );
         }
     }
@@ -239,14 +335,16 @@ mod tests {
     #[test]
     fn deciding_again_on_scoped_params_gives_the_same_values() {
         let p = params(json!({"id": "c", "children": [{"title": "a", "boardId": "x"}]}));
-        let first = evaluate(&cfg(), DECOMPOSE_TOOL, Some("paco--f"), &p).unwrap();
+        let Scope::Set(first) = evaluate(&cfg(), DECOMPOSE_TOOL, Some("paco--f"), &p) else {
+            panic!()
+        };
         let mut after = p.clone();
         for (k, v) in &first {
             after.insert(k.clone(), v.clone());
         }
         assert_eq!(
-            evaluate(&cfg(), DECOMPOSE_TOOL, Some("paco--f"), &after).unwrap(),
-            first
+            evaluate(&cfg(), DECOMPOSE_TOOL, Some("paco--f"), &after),
+            Scope::Set(first)
         );
     }
 }

@@ -1,0 +1,253 @@
+//! Rule `cross-user-send`, for the session tools other than sends: reading
+//! or changing another agent's session is held to the same same-user rule
+//! and grants as `sessions_send`. With OpenClaw's defaults
+//! (`tools.sessions.visibility: "all"`, agent-to-agent on) nothing else stops
+//! `paco--francis` from reading `agent:pepito--atlas:...`.
+//!
+//! A hook sees params, not what OpenClaw will resolve them to, so a target
+//! passes only in a form that names its agent (`agent:<id>:<rest>`) or that
+//! OpenClaw resolves to the caller's own session alone (`current`, or the
+//! param left out where it defaults to the current session). Session ids,
+//! labels, `main`, `global` and other aliases are resolved by the gateway,
+//! possibly in another agent's store, so they are refused with the exact
+//! form to use. The tools and how OpenClaw resolves each param are listed
+//! in docs/rules.md.
+
+use serde_json::Value;
+
+use super::agent_ids::{js_trim, session_key_agent, str_param};
+use super::cross_user_send::RULE_ID;
+use super::Params;
+
+/// Session tools whose `sessionKey` names one session (absent: the current one).
+pub const KEYED_TOOLS: [&str; 4] = [
+    "sessions_history",
+    "session_status",
+    "sessions",
+    "sessions_search",
+];
+/// The tool that lists sessions; its `agentId` scopes the listing.
+pub const LIST_TOOL: &str = "sessions_list";
+
+/// The top-level params this rule reads (`targets[].sessionKey` inside `targets`).
+pub const PARAMS: &[&str] = &[
+    "sessionKey",
+    "session_key",
+    "targets",
+    "agentId",
+    "agent_id",
+];
+
+pub fn is_session_tool(tool: &str) -> bool {
+    tool == LIST_TOOL || KEYED_TOOLS.contains(&tool)
+}
+
+/// What a session tool call reaches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reaches {
+    /// Only the caller's own current session.
+    Own,
+    /// Sessions of these agents (normalized ids; may include the caller).
+    Agents(Vec<String>),
+    /// `sessions_list` without `agentId`: every visible agent. Scoped by
+    /// setting `agentId` to the caller.
+    Everyone,
+}
+
+/// Why a target can't be checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unchecked {
+    /// A session key that isn't `agent:<id>:<rest>` or `current`.
+    Key(String),
+    /// `sessions_search` with no `sessionKey` searches every visible session.
+    SearchEverything,
+    /// `sessions_list` with an `agentId` OpenClaw can't make an id of.
+    BadAgentId,
+}
+
+/// One session reference: `current` (after JS trim, exactly as OpenClaw
+/// compares it) is the caller's own; a full key names its agent.
+fn key_target(raw: &str) -> Result<Option<String>, Unchecked> {
+    if js_trim(raw) == "current" {
+        return Ok(None);
+    }
+    session_key_agent(raw)
+        .map(Some)
+        .ok_or_else(|| Unchecked::Key(crate::redact::shown(js_trim(raw))))
+}
+
+pub fn evaluate(tool: &str, params: &Params) -> Result<Reaches, Unchecked> {
+    if tool == LIST_TOOL {
+        return match str_param(params, "agentId", "agent_id") {
+            None => Ok(Reaches::Everyone),
+            Some(raw) => super::agent_ids::normalize_agent_id(raw)
+                .map(|a| Reaches::Agents(vec![a]))
+                .ok_or(Unchecked::BadAgentId),
+        };
+    }
+    let mut agents = Vec::new();
+    match str_param(params, "sessionKey", "session_key") {
+        // sessions_history requires it (OpenClaw refuses the call without
+        // one); the others default to the current session.
+        None if tool == "sessions_search" => return Err(Unchecked::SearchEverything),
+        None => {}
+        Some(raw) => agents.extend(key_target(raw)?),
+    }
+    // `sessions` action=patch applies to each `targets[].sessionKey`. A
+    // non-string there is refused by OpenClaw's strict schema.
+    if let Some(Value::Array(targets)) = params.get("targets") {
+        for t in targets {
+            if let Some(Value::String(raw)) = t.get("sessionKey") {
+                agents.extend(key_target(raw)?);
+            }
+        }
+    }
+    Ok(if agents.is_empty() {
+        Reaches::Own
+    } else {
+        Reaches::Agents(agents)
+    })
+}
+
+pub fn unchecked_reason(tool: &str, caller: &str, why: &Unchecked) -> String {
+    match why {
+        Unchecked::Key(given) => format!(
+            "{RULE_ID}: {tool} got the session reference \"{given}\", which does not name its agent, so it can't be checked and was not run. Use a full session key agent:<agentId>:<rest> as sessions_list returns it (your own main session is agent:{caller}:main), or \"current\" for this session. Session ids, labels, \"main\" and \"global\" are not accepted here."
+        ),
+        Unchecked::SearchEverything => format!(
+            "{RULE_ID}: {tool} without sessionKey searches every user's sessions, so it was not run. Set sessionKey to \"current\" or to one of your own sessions (agent:<agentId>:<rest> from sessions_list), one search per session."
+        ),
+        Unchecked::BadAgentId => format!(
+            "{RULE_ID}: {tool} got an agentId that is not an agent id: leave it out to list your own sessions, or use an id from agents_list (for example \"{caller}\")."
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn params(v: Value) -> Params {
+        v.as_object().unwrap().clone()
+    }
+
+    fn agents(v: &[&str]) -> Result<Reaches, Unchecked> {
+        Ok(Reaches::Agents(v.iter().map(|s| s.to_string()).collect()))
+    }
+
+    #[test]
+    fn full_keys_name_their_agent_in_any_case() {
+        for tool in KEYED_TOOLS {
+            for key in [
+                "agent:pepito--atlas:main",
+                "AGENT:Pepito--Atlas:main",
+                " agent:pepito--atlas:subagent:1 ",
+                "\u{feff}agent:pepito--atlas:x",
+            ] {
+                assert_eq!(
+                    evaluate(tool, &params(json!({"sessionKey": key, "query": "q"}))),
+                    agents(&["pepito--atlas"]),
+                    "{tool} {key:?}"
+                );
+            }
+            assert_eq!(
+                evaluate(
+                    tool,
+                    &params(json!({"session_key": "agent:pepito--atlas:main"}))
+                ),
+                agents(&["pepito--atlas"]),
+                "{tool}: snake_case is read too"
+            );
+        }
+    }
+
+    #[test]
+    fn current_and_an_absent_key_are_the_callers_own() {
+        for tool in ["sessions_history", "session_status", "sessions"] {
+            assert_eq!(
+                evaluate(tool, &params(json!({"sessionKey": " current "}))),
+                Ok(Reaches::Own)
+            );
+        }
+        for tool in ["session_status", "sessions"] {
+            assert_eq!(
+                evaluate(tool, &params(json!({"action": "patch"}))),
+                Ok(Reaches::Own)
+            );
+        }
+    }
+
+    #[test]
+    fn references_the_gateway_resolves_are_refused() {
+        for key in [
+            "main",
+            "global",
+            "unknown",
+            "CURRENT",
+            "4f2a1c9e-1111-2222-3333-444455556666",
+            "research",
+            "cron:job1",
+            "tui",
+            "agent:pepito--atlas",
+        ] {
+            for tool in KEYED_TOOLS {
+                let got = evaluate(tool, &params(json!({"sessionKey": key, "query": "q"})));
+                assert!(
+                    matches!(got, Err(Unchecked::Key(_))),
+                    "{tool} {key}: {got:?}"
+                );
+            }
+        }
+        assert_eq!(
+            evaluate("sessions_search", &params(json!({"query": "q"}))),
+            Err(Unchecked::SearchEverything)
+        );
+    }
+
+    #[test]
+    fn every_patch_target_is_checked() {
+        let p = params(json!({"action": "patch", "targets": [
+            {"sessionKey": "agent:paco--dali:main"},
+            {"sessionKey": "agent:pepito--atlas:main", "expectedSessionId": "x"},
+        ]}));
+        assert_eq!(
+            evaluate("sessions", &p),
+            agents(&["paco--dali", "pepito--atlas"])
+        );
+        let p = params(json!({"action": "patch", "targets": [{"sessionKey": "main"}]}));
+        assert!(matches!(evaluate("sessions", &p), Err(Unchecked::Key(_))));
+    }
+
+    #[test]
+    fn the_listing_is_scoped_by_its_agent_filter() {
+        assert_eq!(
+            evaluate(LIST_TOOL, &params(json!({"limit": 5}))),
+            Ok(Reaches::Everyone)
+        );
+        assert_eq!(
+            evaluate(LIST_TOOL, &params(json!({"agentId": " Pepito--Atlas "}))),
+            agents(&["pepito--atlas"])
+        );
+        assert_eq!(
+            evaluate(LIST_TOOL, &params(json!({"agentId": "!!"}))),
+            Err(Unchecked::BadAgentId)
+        );
+    }
+
+    #[test]
+    fn reasons_start_with_the_rule_id_and_give_the_form_to_use() {
+        for why in [
+            Unchecked::Key("main".into()),
+            Unchecked::SearchEverything,
+            Unchecked::BadAgentId,
+        ] {
+            let r = unchecked_reason("sessions_history", "paco--francis", &why);
+            assert!(r.starts_with("cross-user-send: "), "{r}");
+            assert!(
+                r.contains("paco--francis") || r.contains("agent:<agentId>:<rest>"),
+                "{r}"
+            );
+        }
+    }
+}
