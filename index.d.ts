@@ -115,7 +115,13 @@ export interface ToolCallContext {
 
 /** OpenClaw's `before_tool_call` result shape. */
 export interface ToolCallResult {
-  /** The full params to run the tool with: every own property of `event.params`, plus the rewrite. */
+  /**
+   * The full params to run the tool with: every own enumerable property of
+   * `event.params`, plus the rewrite, defined as own properties. A param the
+   * call must run without (the model's `auth_token` when the agent has no
+   * token, its `_conversation_id` when no conversation is known) is an own
+   * property whose value is `undefined`.
+   */
   params?: Record<string, unknown>;
   block?: true;
   /** Starts with the rule id; tells the model what to do instead. Never holds a token. */
@@ -183,8 +189,10 @@ export class IdentityLayer {
 }
 
 /**
- * Configures the process-wide layer the plugin uses. Idempotent: the same
- * options return the same layer; different options replace it.
+ * Configures the process-wide layer the plugin uses (one per JS thread: a
+ * worker has its own). Idempotent: the same options return the same layer;
+ * different options replace it, and the module's `beforeToolCall` and
+ * `safetyNet` reach the new one from then on.
  */
 export function configure(options?: IdentityOptions): IdentityLayer;
 
@@ -196,6 +204,18 @@ export function beforeToolCall(
 
 /** Stats of the process-wide layer, or `undefined` before `configure`. */
 export function stats(): IdentityStats | undefined;
+
+/**
+ * The plugin's ordinary `before_tool_call` hook (priority 100), behind the
+ * trusted policy (`beforeToolCall`). Returns `undefined` for a call the
+ * policy already decided, when the call (same agent, session, tool call id
+ * and tool) holds exactly what the policy decided; otherwise decides it,
+ * and logs once that the trusted tier did not run.
+ */
+export function safetyNet(
+  event: ToolCallEvent | null | undefined,
+  ctx: ToolCallContext | null | undefined,
+): ToolCallResult | undefined | Promise<ToolCallResult | undefined>;
 
 /** The first 12 hex digits of the sha256 of `secret`: how tokens are shown. */
 export function fingerprint(secret: string): string;

@@ -1,14 +1,11 @@
 // Per-call cost: (a) the plain-JS design, (b) an empty N-API call, (c) this
 // project's beforeToolCall, interleaved in one process.
-import { createRequire } from 'node:module';
 import path from 'node:path';
 
 import { IdentityLayer, noop } from '../index.js';
 import plugin from '../index.js';
 import { plainHook } from './baseline.mjs';
 import { interleave, median, pairedRatio, randomToken, tempDir, writeMapAtomic } from './harness.mjs';
-
-const native = createRequire(import.meta.url)('../claw-identity.linux-x64-gnu.node');
 
 const AGENT = 'paco--francis';
 
@@ -39,7 +36,17 @@ function countingLogger() {
   return { counts, logger: { info: () => counts.info++, warn: () => counts.warn++, error: () => counts.error++ } };
 }
 
-/** The plugin as OpenClaw loads it: the trusted policy, then the safety-net hook on the policy's result. */
+/** The plain-JS design deployed the same way: one hook, and its own per-call log line. */
+function plainDeployed(file, logger) {
+  const hook = plainHook(file);
+  return (ev, ctx) => {
+    const r = hook(ev, ctx);
+    if (r !== undefined) logger.info(`[plain] before_tool_call tool=${ev.toolName} agent=${ctx.agentId} token-status=ok`);
+    return r;
+  };
+}
+
+/** The plugin as OpenClaw loads it: the trusted policy, then the safety-net hook on the policy's result (OpenClaw hands the hook a copy of the event). */
 function pluginPair(tokenMapPath, logger) {
   let policy;
   let hook;
@@ -80,16 +87,16 @@ export async function perCall({ samples, calls, clock = 'wall' }) {
       tokenOnly = undefined;
     }
 
-    // Does a rule read sessions_send (the cross-user guard)? Then it is forwarded to the engine.
-    const probe = new native.NativeLayer(JSON.stringify({ tokenMapPath: file }), undefined, false);
-    const guardsSend = probe.interest().tools.includes('sessions_send');
-    probe.close();
+    const plainLog = countingLogger();
+    const plainBoth = plainDeployed(file, plainLog.logger);
+    // The cross-user guard reads sessions_send (every rule is on by default).
+    const guardsSend = quiet.beforeToolCall(send(), ctxFor('sessions_send')) !== undefined;
 
     const ev = { small: small(), large: large(), unowned: unowned(), send: send() };
     const cx = { owned: ctxFor('claw-os__claw_notes'), unowned: ctxFor('exec'), send: ctxFor('sessions_send') };
 
     // Every measured path must do the real work: check the rewrite before timing it.
-    const hooks = [['plain', plain], ['layer', (e, c) => quiet.beforeToolCall(e, c)], ['logged', (e, c) => logged.beforeToolCall(e, c)], ['plugin', both]];
+    const hooks = [['plain', plain], ['plain deployed', plainBoth], ['layer', (e, c) => quiet.beforeToolCall(e, c)], ['logged', (e, c) => logged.beforeToolCall(e, c)], ['plugin', both]];
     if (tokenOnly) hooks.push(['token only', (e, c) => tokenOnly.beforeToolCall(e, c)]);
     for (const [name, hook] of hooks) {
       for (const e of [ev.small, ev.large]) {
@@ -106,13 +113,15 @@ export async function perCall({ samples, calls, clock = 'wall' }) {
       { id: 'a.small', run: () => plain(ev.small, cx.owned) },
       { id: 'a.large', run: () => plain(ev.large, cx.owned) },
       { id: 'a.unowned', run: () => plain(ev.unowned, cx.unowned) },
+      { id: 'a.deployed', run: () => plainBoth(ev.small, cx.owned) },
       { id: 'b.noop', run: () => noop() },
       { id: 'c.small', vs: 'a.small', run: () => quiet.beforeToolCall(ev.small, cx.owned) },
       { id: 'c.large', vs: 'a.large', run: () => quiet.beforeToolCall(ev.large, cx.owned) },
       { id: 'c.unowned', vs: 'a.unowned', run: () => quiet.beforeToolCall(ev.unowned, cx.unowned) },
       { id: 'c.small+log', vs: 'a.small', run: () => logged.beforeToolCall(ev.small, cx.owned) },
       { id: 'c.large+log', vs: 'a.large', run: () => logged.beforeToolCall(ev.large, cx.owned) },
-      { id: 'c.plugin+log', vs: 'a.small', run: () => both(ev.small, cx.owned) },
+      { id: 'c.plugin+log', vs: 'a.deployed', run: () => both(ev.small, cx.owned) },
+      { id: 'c.plugin.unowned', vs: 'a.unowned', run: () => both(ev.unowned, cx.unowned) },
     ];
     if (tokenOnly) variants.push({ id: 'c.small.token', vs: 'a.small', run: () => tokenOnly.beforeToolCall(ev.small, cx.owned) });
     if (guardsSend) {

@@ -105,11 +105,11 @@ pub const UNREADABLE_RULE_ID: &str = "claw-identity";
 /// Params of `sessions_send` the rules read: the target, and whether the
 /// model chose a session by label (delegation-session leaves those alone).
 const SEND_FIELDS: &[&str] = &["agentId", "agent_id", "sessionKey", "session_key", "label"];
-/// Params of `sessions_spawn` the rules read; `task` is quoted back in
-/// spawn-redirect's reason.
-const SPAWN_FIELDS: &[&str] = &["agentId", "agent_id", "task"];
-/// Params of the Workboard tools the rules read or set.
-const WORKBOARD_FIELDS: &[&str] = &["boardId", "children"];
+/// Params of `sessions_spawn` the rules read.
+const SPAWN_FIELDS: &[&str] = &["agentId", "agent_id"];
+/// Params only quoted back to the model (spawn-redirect's suggested call):
+/// one that can't be read exactly is left out of the quote, not refused.
+const SPAWN_QUOTED: &[&str] = &["task"];
 
 /// What the JS side must forward to the engine: tool names with these
 /// prefixes or in `tools`. Everything else is passed in JS without a native
@@ -301,9 +301,20 @@ impl Engine {
         match tool {
             "sessions_send" if rules.reads_session_tools() => SEND_FIELDS,
             "sessions_spawn" if rules.reads_session_tools() => SPAWN_FIELDS,
-            t if rules.workboard_scope.enabled && workboard_scope::is_workboard_tool(t) => {
-                WORKBOARD_FIELDS
+            t if rules.cross_user_send.enabled && session_access::is_session_tool(t) => {
+                session_access::PARAMS
             }
+            t if rules.workboard_scope.enabled && workboard_scope::is_workboard_tool(t) => {
+                workboard_scope::PARAMS
+            }
+            _ => &[],
+        }
+    }
+
+    /// Params of `tool` the rules only quote back in a reason, never decide on.
+    pub fn quoted_fields(&self, tool: &str) -> &'static [&'static str] {
+        match tool {
+            "sessions_spawn" if self.opts.rules.spawn_redirect.enabled => SPAWN_QUOTED,
             _ => &[],
         }
     }

@@ -147,18 +147,6 @@ impl Layer {
         f(&d)
     }
 
-    /// Decides without logging or counting (for `explain`).
-    pub fn explain<R>(&self, call: &ToolCall<'_>, f: impl FnOnce(&Decision<'_>) -> R) -> R {
-        let s = &*self.shared;
-        let snap = s.snapshot.load();
-        let view = MapView {
-            map: &snap.map,
-            loaded: snap.loaded,
-            stale: s.stale.load(Ordering::Relaxed),
-        };
-        f(&s.engine.decide(call, &view))
-    }
-
     /// Counts and logs a decision made outside `decide` (a guarded call whose
     /// params could not be read).
     pub fn account(&self, call: &ToolCall<'_>, d: &Decision<'_>) {

@@ -277,7 +277,7 @@ impl Inner {
                 why: "not an object",
             })
         } else {
-            read_fields(params_obj, fields)?
+            read_fields(params_obj, fields, engine.quoted_fields(&tool))?
         };
         let empty = Params::new();
         let mut call = ToolCall {

@@ -13,6 +13,8 @@ import { startModelServer, marker, fakeToken } from "./fixtures/model-server.mjs
 const FRANCIS = "paco--francis";
 const DALI = "paco--dali";
 const ATLAS = "pepito--atlas";
+/** A configured agent with no token in the map (onMissingToken "pass"). */
+const UNPROVISIONED = "paco--intern";
 
 /** A short nonce: no long hex runs (OpenClaw and the plugin redact those in echoed text). */
 const nonce = () => crypto.randomBytes(3).toString("hex");
@@ -71,6 +73,12 @@ function findObject(text, key) {
   return seen[0];
 }
 
+// Read two sessions' transcripts: one of another user's agent, one of the same user's.
+const HISTORY = [
+  { call: "sessions_history", args: (ctx) => ({ sessionKey: ctx.params.peek }) },
+  { call: "sessions_history", args: (ctx) => ({ sessionKey: ctx.params.own }) },
+];
+
 // Workboard: create a card on the board named by `board`, then list the board named by `peek`.
 const WORKBOARD = [
   { call: "workboard_create", args: (ctx) => ({ title: `card ${ctx.params.tag}`, boardId: ctx.params.board }) },
@@ -84,10 +92,11 @@ describe("the identity rules in a running gateway", () => {
     const plugin = h.pluginDir();
     await h.openclawRuntime();
     s.run = await h.createRun("rules");
-    s.model = await startModelServer({ recordFile: s.run.modelLog, scenarios: { workboard: WORKBOARD } });
+    s.model = await startModelServer({ recordFile: s.run.modelLog, scenarios: { workboard: WORKBOARD, history: HISTORY } });
     s.tokens = h.makeTokens();
     h.writeTokenMap(s.run, s.tokens);
     await h.writeConfig(s.run, {
+      agents: [...h.AGENTS, UNPROVISIONED],
       gateway: true,
       modelBaseUrl: s.model.baseUrl,
       plugin: { path: h.stagePlugin(s.run, plugin), config: { tokenMapPath: s.run.tokenMapPath } },
@@ -197,6 +206,33 @@ describe("the identity rules in a running gateway", () => {
     assert.ok(f.cards.some((c) => c.id === f.card.id), "francis's list lacks his own card");
     assert.deepEqual([...new Set(f.cards.map((c) => c.boardId))], ["wb_paco"], "francis read another board");
     assert.ok(!f.cards.some((c) => c.id === a.card.id), "francis saw atlas's card");
+  });
+
+  it("onMissingToken pass: an agent with no token runs the call without the model's auth_token", async () => {
+    const tag = nonce();
+    const c = `agent:${UNPROVISIONED}:e2e-rules-${tag}`;
+    await turn(UNPROVISIONED, c, `Save a note. ${marker("notes", { wrong: `u-${tag}`, tag })}`);
+    const calls = await waitCalls(tag, "the unprovisioned agent's claw_notes call");
+    assert.equal(calls.length, 1, `calls: ${h.describeCalls(calls, s.tokens)}`);
+    assert.equal(calls[0].args.auth_token, undefined, `the server got ${who(calls[0].args.auth_token, `u-${tag}`)}`);
+    assert.equal(calls[0].args._conversation_id, c);
+  });
+
+  it("session reads: francis can't read pepito--atlas's transcript, and can read paco--dali's", async () => {
+    const tag = nonce();
+    const atlasKey = `agent:${ATLAS}:e2e-rules-${tag}`;
+    const daliKey = `agent:${DALI}:e2e-rules-${tag}`;
+    const [atlasWord, daliWord] = [`atlasword${tag}`, `daliword${tag}`];
+    await turn(ATLAS, atlasKey, `Remember ${atlasWord}. ${marker("chat", { tag: `a${tag}` })}`);
+    await turn(DALI, daliKey, `Remember ${daliWord}. ${marker("chat", { tag: `d${tag}` })}`);
+    await turn(FRANCIS, `agent:${FRANCIS}:e2e-rules-${tag}`, `Read them. ${marker("history", { peek: atlasKey, own: daliKey, tag })}`);
+    const results = s.model.toolResultsFor("history", { tag });
+    assert.equal(results.length, 2, `tool calls: ${results.map((r) => r.name).join(",")}`);
+    const [peek, own] = results.map((r) => String(r.result));
+    assert.ok(strings(peek).some((t) => t.includes("cross-user-send: ")), `not blocked: ${h.scrub(peek.slice(0, 600))}`);
+    assert.ok(!peek.includes(atlasWord), "atlas's transcript reached francis's model");
+    assert.ok(!s.model.requestsFor("history", { tag }).some((r) => String(r.raw).includes(atlasWord)), "atlas's words reached francis's model");
+    assert.ok(own.includes(daliWord), `dali's transcript did not come back: ${h.scrub(own.slice(0, 600))}`);
   });
 
   it("no token from the map appears outside the MCP server's record", () => {

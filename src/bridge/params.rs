@@ -19,15 +19,22 @@ pub struct Unreadable {
 }
 
 /// Reads `fields` of `params` (`params[field]`, as the tool reads it) into
-/// the JSON the rules take. An absent or `undefined` field is left out.
+/// the JSON the rules take, and `quoted` too, except that one of those that
+/// can't be read exactly is left out. An absent or `undefined` field is left out.
 pub fn read_fields(
     params: Option<Js>,
     fields: &[&'static str],
+    quoted: &[&'static str],
 ) -> Result<std::result::Result<Params, Unreadable>> {
     let mut out = Params::new();
     let Some(params) = params else {
         return Ok(Ok(out));
     };
+    for &field in quoted {
+        if let Ok(Some(value)) = exact(params.get_str_key(field)?, 0)? {
+            out.insert(field.to_owned(), value);
+        }
+    }
     for &field in fields {
         let v = params.get_str_key(field)?;
         match exact(v, 0)? {
