@@ -7,7 +7,8 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { tempDir } from './helpers/support.mjs';
+import { IdentityLayer } from '../index.js';
+import { assertNoTokenIn, captureLogger, randomToken, tempDir, writeMap } from './helpers/support.mjs';
 
 const supportUrl = new URL('./helpers/support.mjs', import.meta.url).href;
 const indexUrl = new URL('../index.js', import.meta.url).href;
@@ -49,4 +50,58 @@ test('the leak guard passes a suite that shows only fingerprints and short hex',
   const r = runSuite(`const t = h.randomToken(); h.recordEmitted('log.info', 'token sha256:' + fingerprint(t) + ' abc123 ' + 'f'.repeat(15)); console.log(h.fingerprint(t));`);
   assert.equal(r.guard, undefined);
   assert.equal(r.status, 0);
+});
+
+// What the model writes is not ours either: a token it pastes into the params
+// of a guarded tool (another agent's real token, or any 64 hex) must not come
+// back in a block reason, an approval, a log line or stats (issue 11, finding 7).
+test('a token the model pastes into guarded params is never echoed', async () => {
+  const FRANCIS = 'paco--francis';
+  const ctx = { agentId: FRANCIS, sessionKey: `agent:${FRANCIS}:main` };
+  const atlasToken = randomToken();
+  const file = path.join(tempDir(), 'agent-tokens.json');
+  writeMap(file, { [FRANCIS]: randomToken(), 'pepito--atlas': atlasToken });
+  const log = captureLogger();
+  // The session store fails, quoting the key: the failure reason and its log line are echoed too.
+  const sessions = { async ensure(_agent, key) { throw new Error(`cannot create ${key}`); }, spawnerOf: () => undefined };
+  const layers = [
+    new IdentityLayer({ tokenMapPath: file, logger: log.logger, sessions }),
+    new IdentityLayer({ tokenMapPath: file, logger: log.logger, sessions, rules: { crossUserSend: { grants: { 'paco--*': { 'pepito--*': 'ask' } } } } }),
+  ];
+  const calls = (v) => [
+    ['sessions_send', { agentId: v, message: 'm' }],
+    ['sessions_send', { agentId: `pepito--${v}`, message: 'm' }],
+    ['sessions_send', { agentId: `paco--${v.toUpperCase()}`, message: 'm' }],
+    ['sessions_send', { sessionKey: `agent:${v}:main`, message: 'm' }],
+    ['sessions_send', { sessionKey: `agent:paco--dali:${v}`, message: 'm' }],
+    ['sessions_send', { sessionKey: v, message: 'm' }],
+    ['sessions_send', { sessionKey: 'agent:paco--dali:main', agentId: `pepito--${v}`, message: 'm' }],
+    ['sessions_send', { agentId: 'paco--dali', label: v, message: 'm' }],
+    ['sessions_send', { label: v, message: 'm' }],
+    ['sessions_spawn', { agentId: v, task: 't' }],
+    ['sessions_spawn', { agentId: `paco--${v}`, task: `use ${v}` }],
+    ['sessions_spawn', { agentId: `pepito--${v}`, task: 't' }],
+    ['sessions_spawn', { agentId: 'paco--dali', task: `use ${v} please` }],
+    ['workboard_create', { title: 't', boardId: v }],
+    ['workboard_decompose', { children: [{ title: 't', boardId: v }] }],
+  ];
+  let echoed = 0;
+  for (const pasted of [atlasToken, randomToken()]) {
+    for (const layer of layers) {
+      for (const [toolName, params] of calls(pasted)) {
+        const r = await layer.beforeToolCall({ toolName, params }, ctx);
+        const said = { blockReason: r?.blockReason, requireApproval: r?.requireApproval };
+        if (said.blockReason !== undefined || said.requireApproval !== undefined) echoed++;
+        assertNoTokenIn(said, `${toolName} ${Object.keys(params).join(',')}`);
+      }
+    }
+  }
+  for (const layer of layers) {
+    assertNoTokenIn(layer.stats(), 'stats');
+    layer.close();
+  }
+  for (const { level, line } of log.lines) assertNoTokenIn(line, `log.${level}`);
+  // The calls did reach the rules: most were refused or asked about, with their reasons.
+  assert.ok(echoed >= 20, `only ${echoed} calls said anything`);
+  assert.ok(log.has(/<redacted sha256:[0-9a-f]{12}>/), log.text());
 });

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use crate::options::{OnMissingToken, Options};
-use crate::redact::shown;
+use crate::redact::{scrub, shown};
 use crate::rules::agent_ids::{normalize_agent_id, session_key_agent};
 use crate::rules::auth_token::{self, Missing};
 use crate::rules::conversation_id::{self, Lineage, Origin};
@@ -67,7 +67,7 @@ pub struct Decision<'m> {
 impl<'m> Decision<'m> {
     fn new(verdict: Verdict, rule: Option<&'static str>, token: TokenStatus<'m>) -> Self {
         Decision {
-            verdict,
+            verdict: scrubbed(verdict),
             rule,
             token,
             approval_patch: Vec::new(),
@@ -111,9 +111,22 @@ const SPAWN_FIELDS: &[&str] = &["agentId", "agent_id"];
 /// one that can't be read exactly is left out of the quote, not refused.
 const SPAWN_QUOTED: &[&str] = &["task"];
 
-/// What the JS side must forward to the engine: tool names with these
-/// prefixes or in `tools`. Everything else is passed in JS without a native
-/// call, which keeps unowned tools near free.
+/// Reasons and approvals quote what the model wrote (a target agent id, a
+/// session key, a task), and a token pasted there must not be echoed to the
+/// model, the user or the log. Every verdict passes here, so no rule can forget.
+fn scrubbed(verdict: Verdict) -> Verdict {
+    match verdict {
+        Verdict::Block(reason) => Verdict::Block(scrub(&reason)),
+        Verdict::RequireApproval { title, description } => Verdict::RequireApproval {
+            title: scrub(&title),
+            description: scrub(&description),
+        },
+        v @ (Verdict::Pass | Verdict::Rewrite(_)) => v,
+    }
+}
+
+/// The calls the engine decides: tool names with these prefixes or in
+/// `tools`. Every other call passes without its params being read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Interest {
     pub prefixes: Vec<String>,
@@ -393,10 +406,10 @@ impl Engine {
                 Origin::Conversation(c) => {
                     let key = delegation_session::delegation_key(&target.agent, &c);
                     ensure_session = Some(EnsureSession {
-                        failure_reason: delegation_session::ensure_failed_reason(
+                        failure_reason: scrub(&delegation_session::ensure_failed_reason(
                             &target.agent,
                             &key,
-                        ),
+                        )),
                         session: SessionRef {
                             agent_id: target.agent.clone(),
                             session_key: key.clone(),
@@ -1309,5 +1322,121 @@ mod tests {
             );
             assert_eq!(d.verdict, Verdict::Pass, "{tool}");
         }
+    }
+
+    // ---- what the model wrote is echoed only scrubbed (issue 11, finding 7) ----
+
+    /// Not a token of any map: what a model might paste into a param.
+    const PASTED: &str = "9F86D081884C7D659A2FEAA0C55AD015A3BF4F1B2B0B822CD15D6C15B0F00A08";
+
+    /// Every text of a decision that reaches the model, the user or the log.
+    fn echoed(d: &Decision<'_>) -> String {
+        let mut out = match &d.verdict {
+            Verdict::Block(r) => r.clone(),
+            Verdict::RequireApproval { title, description } => format!("{title}\n{description}"),
+            other => panic!("nothing echoed: {other:?}"),
+        };
+        if let Some(ensure) = &d.ensure_session {
+            out += "\n";
+            out += &ensure.failure_reason;
+        }
+        out
+    }
+
+    /// Why `text` fails to hide `secret`: it holds 16 characters of it (in
+    /// either case), or no fingerprint in its place.
+    fn leak(text: &str, secret: &str) -> Option<String> {
+        let (text_l, secret_l) = (text.to_lowercase(), secret.to_lowercase());
+        if let Some(i) = (0..=secret_l.len() - 16).find(|&i| text_l.contains(&secret_l[i..i + 16]))
+        {
+            return Some(format!("echoes characters {i}.. of the pasted token"));
+        }
+        (!text.contains("<redacted sha256:")).then(|| format!("shows no fingerprint: {text}"))
+    }
+
+    #[test]
+    fn a_token_pasted_into_params_is_never_echoed() {
+        let lower = PASTED.to_lowercase();
+        let plain = rules_engine(json!({}));
+        let ask =
+            rules_engine(json!({"crossUserSend": {"grants": {"paco--*": {"pepito--*": "ask"}}}}));
+        let blocking = engine(r#"{"tokenMapPath": "/m.json", "onMissingToken": "block"}"#);
+        let owned_tool = format!("claw-os__{lower}");
+        let cases = [
+            (
+                "cross-user-send, by agentId",
+                &plain,
+                "sessions_send",
+                json!({"agentId": PASTED, "message": "m"}),
+            ),
+            (
+                "cross-user-send, by sessionKey",
+                &plain,
+                "sessions_send",
+                json!({"sessionKey": format!("agent:{PASTED}:main"), "message": "m"}),
+            ),
+            (
+                "cross-user-send, agentId next to sessionKey",
+                &plain,
+                "sessions_send",
+                json!({"sessionKey": "agent:paco--dali:main", "agentId": format!("pepito--{lower}")}),
+            ),
+            (
+                "cross-user-send, spawn",
+                &plain,
+                "sessions_spawn",
+                json!({"agentId": PASTED, "task": "t"}),
+            ),
+            (
+                "approval title and description",
+                &ask,
+                "sessions_send",
+                json!({"agentId": format!("pepito--{PASTED}"), "message": "m"}),
+            ),
+            (
+                "delegation-session failure reason",
+                &plain,
+                "sessions_send",
+                json!({"agentId": format!("paco--{lower}"), "message": "m"}),
+            ),
+            (
+                "spawn-redirect: target, key and task",
+                &plain,
+                "sessions_spawn",
+                json!({"agentId": format!("paco--{PASTED}"), "task": format!("use {PASTED}")}),
+            ),
+        ];
+        let mut texts: Vec<(&str, String)> = Vec::new();
+        for (what, e, tool, params) in cases {
+            let d = decide_on(
+                e,
+                empty_map(),
+                tool,
+                Some("paco--francis"),
+                Some(FRANCIS_MAIN),
+                &p(params),
+            );
+            if what.starts_with("delegation-session") {
+                let ensure = d.ensure_session.expect("a dedicated session");
+                texts.push((what, ensure.failure_reason));
+            } else {
+                texts.push((what, echoed(&d)));
+            }
+        }
+        // auth-token: a tool name and a calling agent id that hold a token.
+        let d = decide_on(
+            &blocking,
+            empty_map(),
+            &owned_tool,
+            Some(&lower),
+            None,
+            &Params::new(),
+        );
+        texts.push(("missing-token reason", echoed(&d)));
+        let leaks: Vec<String> = texts
+            .iter()
+            .filter_map(|(what, text)| leak(text, PASTED).map(|why| format!("{what}: {why}")))
+            .collect();
+        assert!(leaks.is_empty(), "{}", leaks.join("\n"));
     }
 }

@@ -505,16 +505,41 @@ function tryJson(s) {
   }
 }
 
+/**
+ * OpenClaw serializes writers of one state database with a cross-process
+ * lock: an exclusive SQLite transaction on
+ * /tmp/openclaw-state-locks-<uid>/state-lifecycle.<hash>.lock.sqlite
+ * (`acquireStateDatabaseCoordinator`). Worker threads count as other
+ * processes (each has its own module state), and a taker that waits more
+ * than OpenClaw's 5 s busy timeout gives up with this message: the gateway
+ * then answers the `agent` request with it (code UNAVAILABLE), or a local
+ * run fails with it. Nothing outside OpenClaw can see who holds the lock or
+ * wait for it, so the turn is run again, for exactly this error only.
+ */
+const STATE_LOCK_BUSY = /another OpenClaw process owns state-lifecycle\b/;
+const STATE_LOCK_ATTEMPTS = 4;
+
+/** Runs an `openclaw agent` turn, again while it fails only because the state lock was busy. */
+async function agentTurn(run, args, opts) {
+  for (let attempt = 1; ; attempt++) {
+    const res = await openclaw(run, args, opts);
+    const busy = res.code !== 0 && STATE_LOCK_BUSY.test(`${res.stderr}\n${res.stdout}`);
+    if (!busy || attempt === STATE_LOCK_ATTEMPTS) return { ...res, attempts: attempt };
+    log(`openclaw agent (${opts.label}): the state-lifecycle lock was busy; running the turn again (attempt ${attempt + 1} of ${STATE_LOCK_ATTEMPTS})`);
+    await new Promise((r) => setTimeout(r, 250 * attempt));
+  }
+}
+
 /** One embedded turn: `openclaw agent --local --agent A --session-key K --message M --json`. */
 export async function agentLocal(run, { agent, sessionKey, message, timeoutMs = 240_000 }) {
   const key = sessionKey ?? `agent:${agent}:e2e-${crypto.randomBytes(4).toString("hex")}`;
-  return openclaw(run, ["agent", "--local", "--agent", agent, "--session-key", key, "--message", message, "--json"], { timeoutMs, label: `local-${agent}` });
+  return agentTurn(run, ["agent", "--local", "--agent", agent, "--session-key", key, "--message", message, "--json"], { timeoutMs, label: `local-${agent}` });
 }
 
 /** One turn through the running gateway. */
 export async function agentViaGateway(run, { agent, sessionKey, message, timeoutMs = 240_000, extraArgs = [] }) {
   const key = sessionKey ?? `agent:${agent}:e2e-${crypto.randomBytes(4).toString("hex")}`;
-  return openclaw(run, ["agent", "--agent", agent, "--session-key", key, "--message", message, "--json", ...extraArgs], {
+  return agentTurn(run, ["agent", "--agent", agent, "--session-key", key, "--message", message, "--json", ...extraArgs], {
     timeoutMs,
     env: { OPENCLAW_GATEWAY_TOKEN: run.gatewayToken },
     label: `gw-${agent}`,

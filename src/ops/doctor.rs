@@ -144,6 +144,8 @@ fn gate_problem(e: &MapError, path: &Path) -> (String, String) {
 fn content_fix(e: &MapError) -> String {
     if e.message.contains("appears more than once") {
         "keep one entry per agent: with two, nobody can tell which token the agent holds; claw-identity write-map refuses duplicates".into()
+    } else if e.message.contains(token_map::SHARED_TOKEN) {
+        "mint a token for each agent and rewrite the map (the server can't tell two agents with one token apart); claw-identity write-map refuses shared tokens".into()
     } else {
         "rewrite it as a JSON object {\"<agentId>\": \"<64 hex token>\"}; claw-identity write-map validates a map before it writes it".into()
     }
@@ -599,6 +601,22 @@ mod tests {
             .as_ref()
             .unwrap()
             .starts_with("keep one entry per agent"));
+        write(
+            &p,
+            0o600,
+            &format!(r#"{{"paco--francis": "{T1}", "pepito--atlas": "{T1}"}}"#),
+        );
+        let r = doctor(&p, None);
+        assert_eq!(r.checks[1].status, Status::Fail);
+        assert!(r.checks[1].message.starts_with(
+            "agents \"paco--francis\" and \"pepito--atlas\" have the same token (sha256:"
+        ));
+        assert!(r.checks[1]
+            .fix
+            .as_ref()
+            .unwrap()
+            .starts_with("mint a token for each agent"));
+        assert!(!r.map_loaded && r.agents.is_empty());
         write(
             &p,
             0o600,

@@ -234,8 +234,9 @@ pub fn run(args: &ExplainArgs<'_>) -> Result<Explanation, String> {
                 "the rule sets these params before the call runs, whatever the model wrote".into(),
             )
         }
+        // The engine scrubbed the reason and the approval already, as it does for the hook.
         Verdict::Block(r) => {
-            reason = Some(redact::scrub(r));
+            reason = Some(r.clone());
             (
                 "block",
                 "the call is not run; the model sees the reason below".into(),
@@ -251,8 +252,8 @@ pub fn run(args: &ExplainArgs<'_>) -> Result<Explanation, String> {
                 })
                 .collect();
             approval = Some(Approval {
-                title: redact::scrub(title),
-                description: redact::scrub(description),
+                title: title.clone(),
+                description: description.clone(),
             });
             (
                 "ask",

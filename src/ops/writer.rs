@@ -415,11 +415,17 @@ mod tests {
     }
 
     #[test]
-    fn duplicate_keys_and_bad_json_are_refused() {
+    fn duplicate_keys_shared_tokens_and_bad_json_are_refused() {
         let d = tmpdir("dup");
         let p = d.join("m.json");
         let e = write_map(&p, format!(r#"{{"a": "{T1}", "a": "{T2}"}}"#).as_bytes()).unwrap_err();
         assert!(e.message.contains("\"a\" appears more than once"), "{e}");
+        let e = write_map(&p, format!(r#"{{"a": "{T1}", "b": "{T1}"}}"#).as_bytes()).unwrap_err();
+        assert_eq!(e.kind, WriteErrorKind::Invalid);
+        assert!(
+            e.message.contains("\"a\" and \"b\" have the same token"),
+            "{e}"
+        );
         assert_eq!(
             write_map(&p, b"{").unwrap_err().kind,
             WriteErrorKind::Invalid
@@ -521,8 +527,9 @@ mod tests {
         let p = d.join("m.json");
         let maps: Vec<Vec<u8>> = (0..4)
             .map(|i| {
+                // Distinct tokens: a map never gives one token to two agents.
                 let t = format!("{i}").repeat(64);
-                json(&[("a", &t), (&format!("w{i}"), T1)])
+                json(&[("a", &t), (&format!("w{i}"), &"f".repeat(64))])
             })
             .collect();
         let expected: Vec<Vec<u8>> = maps

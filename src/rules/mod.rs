@@ -37,7 +37,8 @@ pub enum Verdict {
     Pass,
     /// Set these params (a patch over the caller's params).
     Rewrite(Vec<(String, Value)>),
-    /// Refuse the call; the reason starts with the rule id and is shown to the model.
+    /// Refuse the call; the reason starts with the rule id and is shown to the
+    /// model. Rules may quote params in it: the engine scrubs every verdict.
     Block(String),
     /// Ask the user before running the call.
     RequireApproval {

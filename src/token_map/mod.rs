@@ -134,8 +134,9 @@ pub struct Parsed {
 }
 
 /// Parses map file content. The whole file is refused on a syntax error, a
-/// non-object top level or a duplicate agent id; single bad entries are
-/// skipped with a warning naming the agent (never the token).
+/// non-object top level, a duplicate agent id or a token given to two
+/// agents; single bad entries are skipped with a warning naming the agent
+/// (never the token).
 ///
 /// Duplicate keys refuse the file: JSON parsers disagree on which duplicate
 /// wins, so a file with two tokens for one agent is ambiguous about who holds
@@ -151,6 +152,8 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, MapError> {
     };
 
     let mut tokens = HashMap::with_capacity(entries.len());
+    // Who holds each credential (its 32 bytes: tokens differing only in case are one).
+    let mut holders: HashMap<[u8; 32], Box<str>> = HashMap::with_capacity(entries.len());
     let mut skipped = Vec::new();
     for (agent, value) in entries {
         if !is_agent_id(&agent) {
@@ -162,7 +165,11 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, MapError> {
         }
         match value {
             serde_json::Value::String(s) if is_token(&s) => {
-                tokens.insert(agent.into_boxed_str(), Token(Arc::from(s)));
+                let agent = agent.into_boxed_str();
+                if let Some(first) = holders.insert(token_bytes(&s), agent.clone()) {
+                    return Err(shared_token(&first, &agent, &s));
+                }
+                tokens.insert(agent, Token(Arc::from(s)));
             }
             serde_json::Value::String(_) => skipped.push(format!(
                 "agent \"{}\": token is not 64 hex characters; entry skipped",
@@ -180,6 +187,34 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, MapError> {
         skipped,
     })
 }
+
+/// The bytes a (validated, 64-hex) token stands for.
+fn token_bytes(token: &str) -> [u8; 32] {
+    let digit = |c: u8| (c as char).to_digit(16).expect("validated hex") as u8;
+    let mut out = [0u8; 32];
+    for (byte, pair) in out.iter_mut().zip(token.as_bytes().chunks_exact(2)) {
+        *byte = digit(pair[0]) << 4 | digit(pair[1]);
+    }
+    out
+}
+
+/// One token for two agents refuses the file, like a duplicate agent id: the
+/// server maps a token to one user and scope, so it can't tell the two apart,
+/// and the map can't say which of them really owns it.
+fn shared_token(first: &str, second: &str, token: &str) -> MapError {
+    MapError::new(
+        MapErrorKind::Invalid,
+        format!(
+            "agents \"{}\" and \"{}\" {SHARED_TOKEN} (sha256:{}), so its owner is ambiguous; give each agent its own token",
+            redact::shown(first),
+            redact::shown(second),
+            redact::fingerprint(token)
+        ),
+    )
+}
+
+/// In the message of a map refused for a shared token (doctor matches it).
+pub const SHARED_TOKEN: &str = "have the same token";
 
 fn json_type(v: &serde_json::Value) -> &'static str {
     match v {
@@ -316,6 +351,51 @@ pub(crate) mod tests {
         assert_eq!(e.kind, MapErrorKind::Invalid);
         assert!(
             e.message.contains("\"a\" appears more than once"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn one_token_for_two_agents_refuses_the_whole_file() {
+        let fp = redact::fingerprint(T1);
+        // Agents of two users, of one user, and the same token in another case.
+        for (json, a, b) in [
+            (
+                format!(r#"{{"paco--francis": "{T1}", "x": "{T2}", "pepito--atlas": "{T1}"}}"#),
+                "paco--francis",
+                "pepito--atlas",
+            ),
+            (
+                format!(r#"{{"paco--francis": "{T1}", "paco--dali": "{T1}"}}"#),
+                "paco--francis",
+                "paco--dali",
+            ),
+            (
+                format!(
+                    r#"{{"b": "{}", "a": "{}"}}"#,
+                    "AB".repeat(32),
+                    "ab".repeat(32)
+                ),
+                "b",
+                "a",
+            ),
+        ] {
+            let e = err(json.as_bytes());
+            assert_eq!(e.kind, MapErrorKind::Invalid);
+            assert!(
+                e.message.starts_with(&format!(
+                    "agents \"{a}\" and \"{b}\" {SHARED_TOKEN} (sha256:"
+                )),
+                "{}",
+                e.message
+            );
+            // Nothing token-like: the fingerprint stands for the token.
+            assert_eq!(redact::scrub(&e.message), e.message);
+        }
+        let e = err(format!(r#"{{"a": "{T1}", "b": "{T1}"}}"#).as_bytes());
+        assert!(
+            e.message.contains(&format!("(sha256:{fp})")),
             "{}",
             e.message
         );
