@@ -163,7 +163,7 @@ impl OpenClawConfig {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentReach {
     pub agent_id: String,
-    /// `exec`, `process`, `code_execution` that the tool policy leaves it.
+    /// `exec`, `process` that the tool policy leaves it.
     pub shell_tools: Vec<&'static str>,
     /// `read`, `write`, `edit`, `apply_patch`, `ls` that it leaves.
     pub file_tools: Vec<&'static str>,
@@ -174,7 +174,8 @@ pub struct AgentReach {
     pub bind_over_map: Option<String>,
 }
 
-const SHELL_TOOLS: [&str; 3] = ["exec", "process", "code_execution"];
+// `code_execution` runs remotely (xAI), not on the host.
+const SHELL_TOOLS: [&str; 2] = ["exec", "process"];
 const FILE_TOOLS: [&str; 5] = ["read", "write", "edit", "apply_patch", "ls"];
 
 /// Whether a tool-policy entry names `tool` (names, groups, `*`).
@@ -422,7 +423,7 @@ mod tests {
         let r = c.agent_reach(Path::new("/home/u/.config/micelclaw"));
         let by = |id: &str| r.iter().find(|a| a.agent_id == id).unwrap().clone();
         let f = by("paco--francis");
-        assert_eq!(f.shell_tools, vec!["exec", "code_execution"]);
+        assert_eq!(f.shell_tools, vec!["exec"]);
         assert_eq!(f.file_tools.len(), 5);
         assert_eq!(
             (f.sandbox_mode.as_str(), f.sandbox_key.as_str()),

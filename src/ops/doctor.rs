@@ -816,14 +816,19 @@ mod tests {
         assert_eq!(fix, "");
         let (st, msg, fix) = found[1];
         assert_eq!(st, Status::Warn);
-        assert!(msg.starts_with("agent \"mounted\" has exec, process, code_execution and its sandbox mounts the map's directory"), "{msg}");
+        assert!(
+            msg.starts_with(
+                "agent \"mounted\" has exec, process and its sandbox mounts the map's directory"
+            ),
+            "{msg}"
+        );
         assert!(
             fix.starts_with("openclaw config set agents.entries.mounted.sandbox.mode all"),
             "{fix}"
         );
         let (st, msg, fix) = found[2];
         assert_eq!(st, Status::Warn);
-        assert!(msg.starts_with("agent \"shell\" has exec, process, code_execution and its main session runs on the host (agents.defaults.sandbox.mode is \"non-main\"): a shell can read the token map"), "{msg}");
+        assert!(msg.starts_with("agent \"shell\" has exec, process and its main session runs on the host (agents.defaults.sandbox.mode is \"non-main\"): a shell can read the token map"), "{msg}");
         assert!(
             fix.contains("\"group:runtime\" to agents.entries.shell.tools.deny")
                 && fix.contains("protectMap: \"strict\""),

@@ -43,7 +43,7 @@ pub const PARAMS: &[&str] = &[
 
 /// Tools that run a shell or a program: no path check can see what they
 /// open. `protectMap: "strict"` blocks them for agents without a sandbox.
-pub const EXEC_TOOLS: &[&str] = &["exec", "bash", "process", "code_execution"];
+pub const EXEC_TOOLS: &[&str] = &["exec", "bash", "process"];
 
 /// `protectMap`: how far the layer keeps the map from the agents' tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
