@@ -51,6 +51,10 @@ const header = (map, cfg) =>
 const gateOk = (fileMode = '0600', dirMode = '0700') =>
   `ok    map file: passes the permission gate (mode ${fileMode}, owner uid ${UID}; directory mode ${dirMode})\n`;
 const ONE_PROBLEM = '1 problem stops token injection; fix it and run doctor again\n';
+/** Doctor's finding for an agent with a shell on the host (no sandbox configured). */
+const exposure = (agent, map) =>
+  `warn  map exposure: agent "${agent}" has exec, process and it runs on the host without OpenClaw's sandbox (agents.defaults.sandbox.mode is "off"): a shell can read the token map ${map} (cat, base64, a script), which no path check or redaction can stop\n` +
+  `      fix: openclaw config set agents.entries.${agent}.sandbox.mode all (and no sandbox bind over ${path.dirname(map)}); or take the shell away: add "group:runtime" to agents.entries.${agent}.tools.deny; or protectMap: "strict" in the plugin's config, which blocks exec and process for agents outside the sandbox\n`;
 
 test('doctor on a healthy map: the agents by fingerprint, exit 0', () => {
   const { map, tokens } = healthy();
@@ -91,12 +95,14 @@ test('doctor with a healthy config: enablement, plugin config and configured age
       gateOk() +
       'ok    map content: valid JSON; 2 agents with a well-formed token\n' +
       'ok    configured agents: all 2 have a token\n' +
+      exposure(DALI, map) +
+      exposure(FRANCIS, map) +
       '\n' +
       'AGENT          TOKEN SHA256  IN CONFIG\n' +
       `${DALI}     ${fingerprint(tokens[DALI])}  yes\n` +
       `${FRANCIS}  ${fingerprint(tokens[FRANCIS])}  yes\n` +
       '\n' +
-      'healthy: nothing found stops token injection\n',
+      'healthy (2 warnings): nothing found stops token injection\n',
   );
 });
 
@@ -273,12 +279,14 @@ test('doctor on a config that does not enable the plugin: OpenClaw would not loa
       gateOk() +
       'ok    map content: valid JSON; 2 agents with a well-formed token\n' +
       'skip  configured agents: the config lists no agents under agents.entries\n' +
+      // Without a roster OpenClaw runs one implicit agent, "main".
+      exposure('main', map) +
       '\n' +
       'AGENT          TOKEN SHA256\n' +
       `${DALI}     ${fingerprint(tokens[DALI])}\n` +
       `${FRANCIS}  ${fingerprint(tokens[FRANCIS])}\n` +
       '\n' +
-      ONE_PROBLEM,
+      '1 problem stops token injection (1 warning); fix it and run doctor again\n',
   );
 });
 
@@ -297,7 +305,7 @@ test('doctor flags enabled: false, a deny list and an allow list without the plu
     'FAIL  plugin enabled: plugins.allow is set and does not list claw-identity: OpenClaw does not load it',
     'FAIL  plugin enabled: plugins.entries.claw-identity.enabled is false, not true: OpenClaw loads only an explicitly enabled plugin (and registers its trusted tool policy only then), and says nothing at runtime',
   ]);
-  assert.ok(r.stdout.endsWith('3 problems stop token injection; fix them and run doctor again\n'), r.stdout);
+  assert.ok(r.stdout.endsWith('3 problems stop token injection (1 warning); fix them and run doctor again\n'), r.stdout);
 });
 
 test('doctor on configured agents without a token: each named, listed as (no token), exit 1', () => {
@@ -320,13 +328,15 @@ test('doctor on configured agents without a token: each named, listed as (no tok
       `      fix: mint its token and add it: claw-identity write-map --map ${map} --from FILE\n` +
       `warn  map agent: agent "${DALI}" has a token but is not in agents.entries\n` +
       '      fix: remove it from the map if that agent is gone\n' +
+      exposure(FRANCIS, map) +
+      exposure('pepito--atlas', map) +
       '\n' +
       'AGENT          TOKEN SHA256  IN CONFIG\n' +
       `${DALI}     ${fingerprint(tokens[DALI])}  no\n` +
       `${FRANCIS}  ${fingerprint(tokens[FRANCIS])}  yes\n` +
       'pepito--atlas  (no token)    yes\n' +
       '\n' +
-      '1 problem stops token injection (1 warning); fix it and run doctor again\n',
+      '1 problem stops token injection (3 warnings); fix it and run doctor again\n',
   );
 });
 

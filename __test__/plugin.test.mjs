@@ -59,6 +59,7 @@ test('every option in the configSchema is one the layer accepts, and no other', 
     maxStaleSeconds: 5,
     watcher: 'poll',
     pollIntervalMs: 100,
+    protectMap: 'strict',
     rules: {},
   };
   assert.deepEqual(props, Object.keys(samples).sort());

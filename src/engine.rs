@@ -11,6 +11,7 @@ use crate::rules::auth_token::{self, Missing};
 use crate::rules::conversation_id::{self, Lineage, Origin};
 use crate::rules::cross_user_send::{self as cross_user, Access, Reach};
 use crate::rules::delegation_session;
+use crate::rules::map_access::{self, AgentFsTable, ProtectMap};
 use crate::rules::session_access::{self, Reaches};
 use crate::rules::spawn_redirect;
 use crate::rules::workboard_scope;
@@ -142,6 +143,10 @@ pub struct Engine {
     interest: Interest,
     /// Sub-agent lineage for `conversation-id`, filled on demand.
     lineage: Lineage,
+    /// Workspaces and sandboxing per agent, for `map-access`.
+    agent_fs: parking_lot::RwLock<AgentFsTable>,
+    /// The gateway's home directory, for `~` in tool paths.
+    home: Option<std::path::PathBuf>,
 }
 
 /// The state of the map at decision time.
@@ -174,6 +179,12 @@ impl Engine {
                 .map(String::from),
             );
         }
+        if opts.protect_map != ProtectMap::Off {
+            tools.extend(map_access::TOOLS.iter().map(|t| t.to_string()));
+        }
+        if opts.protect_map == ProtectMap::Strict {
+            tools.extend(map_access::EXEC_TOOLS.iter().map(|t| t.to_string()));
+        }
         // Owned calls stay on the string path: the token, then the conversation.
         let mut slots = vec![opts.token_param.clone()];
         if rules.conversation_id.enabled {
@@ -188,7 +199,49 @@ impl Engine {
             opts,
             interest,
             lineage: Lineage::default(),
+            agent_fs: Default::default(),
+            home: std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(Into::into),
         }
+    }
+
+    /// What `map-access` knows of each agent's workspace and sandbox, from
+    /// OpenClaw's config (the hook's ctx carries neither).
+    pub fn set_agent_fs(&self, table: AgentFsTable) {
+        *self.agent_fs.write() = table;
+    }
+
+    /// Rule `map-access`: file-tool paths that reach the map, and under
+    /// `protectMap: "strict"` a shell for an agent outside the sandbox.
+    fn decide_map_access<'m>(&self, call: &ToolCall<'_>) -> Option<Decision<'m>> {
+        let mode = self.opts.protect_map;
+        if mode == ProtectMap::Off {
+            return None;
+        }
+        if map_access::is_guarded(call.tool) {
+            let prot = map_access::Protected::new(&self.opts.token_map_path);
+            let table = self.agent_fs.read();
+            let agent = table.get(call.agent_id);
+            return map_access::evaluate(
+                call.tool,
+                call.params,
+                agent,
+                self.home.as_deref(),
+                &prot,
+            )
+            .map(|r| Decision::block(map_access::RULE_ID, r));
+        }
+        if mode == ProtectMap::Strict
+            && map_access::EXEC_TOOLS.contains(&call.tool)
+            && !self.agent_fs.read().get(call.agent_id).sandboxed
+        {
+            return Some(Decision::block(
+                map_access::RULE_ID,
+                map_access::exec_reason(call.tool, call.agent_id),
+            ));
+        }
+        None
     }
 
     /// Records who spawned a sub-agent session (`None`: nobody recorded),
@@ -220,7 +273,8 @@ impl Engine {
         self.interest.tools.iter().any(|t| t == tool)
     }
 
-    /// The rules, in order. Owned tools (`claw-os__*`): `auth-token`, then
+    /// The rules, in order. First `map-access` (file tools naming the map;
+    /// under `protectMap: "strict"`, exec). Owned tools (`claw-os__*`): `auth-token`, then
     /// `conversation-id`; they never read params. `sessions_send`:
     /// `cross-user-send`, then `delegation-session`. `sessions_spawn`:
     /// `cross-user-send`, then `spawn-redirect`. The other session tools
@@ -229,6 +283,9 @@ impl Engine {
     /// `workboard-scope`. Deciding again on params a rule already rewrote
     /// yields the same values (the plugin decides twice per call).
     pub fn decide<'m>(&self, call: &ToolCall<'_>, view: &MapView<'m>) -> Decision<'m> {
+        if let Some(d) = self.decide_map_access(call) {
+            return d;
+        }
         let rules = &self.opts.rules;
         match call.tool {
             "sessions_send" if rules.reads_session_tools() => return self.decide_send(call),
@@ -769,6 +826,88 @@ mod tests {
         }
     }
 
+    /// A map in a fresh directory, and an engine reading it.
+    fn map_engine(tag: &str, extra: serde_json::Value) -> (std::path::PathBuf, Engine) {
+        let dir = std::env::temp_dir().join(format!("ci-engine-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let map = dir.join("agent-tokens.json");
+        std::fs::write(&map, "{}").unwrap();
+        let mut opts = json!({"tokenMapPath": map});
+        opts.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        (dir, engine(&opts.to_string()))
+    }
+
+    #[test]
+    fn map_access_blocks_file_tools_on_the_map_by_default() {
+        let (dir, e) = map_engine("default", json!({}));
+        let map = TokenMap::default();
+        let rd = p(json!({"path": dir.join("agent-tokens.json")}));
+        let d = decide_on(&e, &map, "read", Some("paco--francis"), None, &rd);
+        assert_eq!(d.rule, Some(map_access::RULE_ID));
+        assert!(
+            matches!(&d.verdict, Verdict::Block(r) if r.starts_with("map-access: read refused"))
+        );
+        let w = p(json!({"path": dir.join("agent-tokens.json"), "content": "{}"}));
+        assert!(matches!(
+            decide_on(&e, &map, "write", None, None, &w).verdict,
+            Verdict::Block(_)
+        ));
+        let elsewhere = p(json!({"path": "/etc/hostname"}));
+        assert_eq!(
+            decide_on(&e, &map, "read", None, None, &elsewhere).verdict,
+            Verdict::Pass
+        );
+        let exec = p(json!({"command": "cat x"}));
+        assert_eq!(
+            decide_on(&e, &map, "exec", None, None, &exec).verdict,
+            Verdict::Pass
+        );
+
+        let (dir2, off) = map_engine("off", json!({"protectMap": "off"}));
+        let p2 = p(json!({"path": dir2.join("agent-tokens.json")}));
+        assert_eq!(
+            decide_on(&off, &map, "read", None, None, &p2).verdict,
+            Verdict::Pass
+        );
+        let _ = std::fs::remove_dir_all(dir);
+        let _ = std::fs::remove_dir_all(dir2);
+    }
+
+    #[test]
+    fn strict_blocks_exec_for_agents_outside_the_sandbox() {
+        let (dir, e) = map_engine("strict", json!({"protectMap": "strict"}));
+        let map = TokenMap::default();
+        let exec = p(json!({"command": "base64 ~/.config/x"}));
+        for tool in ["exec", "process"] {
+            let d = decide_on(&e, &map, tool, Some("paco--francis"), None, &exec);
+            assert!(
+                matches!(&d.verdict, Verdict::Block(r) if r.starts_with("map-access: ")),
+                "{tool}"
+            );
+        }
+        let mut table = map_access::AgentFsTable::default();
+        table.agents.insert(
+            "paco--francis".into(),
+            map_access::AgentFs {
+                roots: vec![],
+                sandboxed: true,
+            },
+        );
+        e.set_agent_fs(table);
+        assert_eq!(
+            decide_on(&e, &map, "exec", Some("paco--francis"), None, &exec).verdict,
+            Verdict::Pass
+        );
+        assert!(matches!(
+            decide_on(&e, &map, "exec", Some("dali"), None, &exec).verdict,
+            Verdict::Block(_)
+        ));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
     #[test]
     fn interest_names_exact_tools_and_keeps_owned_calls_on_the_string_path() {
         let e = rules_engine(json!({}));
@@ -784,11 +923,16 @@ mod tests {
         }
         assert!(!e.needs_params("claw-os__claw_notes"));
         assert!(!e.needs_params("workboard_read"));
-        let off = rules_engine(json!({
-            "crossUserSend": {"enabled": false}, "spawnRedirect": {"enabled": false},
-            "delegationSession": {"enabled": false}, "workboardScope": {"enabled": false},
-            "conversationId": {"enabled": false},
-        }));
+        assert!(e.needs_params("read") && e.needs_params("apply_patch"));
+        assert!(!e.needs_params("exec"), "exec is guarded only under strict");
+        let off = engine(
+            &json!({"tokenMapPath": "/m.json", "protectMap": "off", "rules": {
+                "crossUserSend": {"enabled": false}, "spawnRedirect": {"enabled": false},
+                "delegationSession": {"enabled": false}, "workboardScope": {"enabled": false},
+                "conversationId": {"enabled": false},
+            }})
+            .to_string(),
+        );
         assert!(off.interest().tools.is_empty());
         assert_eq!(off.interest().slots, vec!["auth_token"]);
     }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
+use crate::rules::map_access::ProtectMap;
 use crate::rules::RulesConfig;
 
 pub const DEFAULT_TOKEN_MAP: &str = "~/.config/micelclaw/agent-tokens.json";
@@ -48,6 +49,7 @@ struct RawOptions {
     max_stale_seconds: Option<f64>,
     watcher: Option<WatchMode>,
     poll_interval_ms: Option<u64>,
+    protect_map: Option<ProtectMap>,
     #[serde(default)]
     rules: RulesConfig,
 }
@@ -62,6 +64,7 @@ pub const KNOWN_OPTIONS: &[&str] = &[
     "maxStaleSeconds",
     "watcher",
     "pollIntervalMs",
+    "protectMap",
     "rules",
     "logger",
 ];
@@ -76,6 +79,8 @@ pub struct Options {
     pub max_stale_seconds: Option<f64>,
     pub watcher: WatchMode,
     pub poll_interval_ms: u64,
+    /// How far the agents' own tools are kept from the map (rule `map-access`).
+    pub protect_map: ProtectMap,
     pub rules: RulesConfig,
 }
 
@@ -180,6 +185,7 @@ impl Options {
             max_stale_seconds: raw.max_stale_seconds,
             watcher: raw.watcher.unwrap_or_default(),
             poll_interval_ms,
+            protect_map: raw.protect_map.unwrap_or_default(),
             rules: raw.rules,
         })
     }
@@ -226,5 +232,19 @@ mod tests {
         assert!(Options::from_json(r#"{"tokenParam": ""}"#).is_err());
         assert!(Options::from_json(r#"{"maxStaleSeconds": -1}"#).is_err());
         assert!(Options::from_json(r#"[]"#).is_err());
+        assert!(Options::from_json(r#"{"protectMap": true}"#).is_err());
+        assert!(Options::from_json(r#"{"protectMap": "on"}"#).is_err());
+    }
+
+    #[test]
+    fn protect_map_guards_paths_by_default() {
+        assert_eq!(
+            Options::from_json("{}").unwrap().protect_map,
+            ProtectMap::Paths
+        );
+        for (v, want) in [("off", ProtectMap::Off), ("strict", ProtectMap::Strict)] {
+            let o = Options::from_json(&format!(r#"{{"protectMap": "{v}"}}"#)).unwrap();
+            assert_eq!(o.protect_map, want);
+        }
     }
 }

@@ -5,6 +5,9 @@ use std::fmt::{self, Write as _};
 
 use sha2::{Digest, Sha256};
 
+/// Tool-result redaction (the `agentToolResultMiddleware` side).
+pub mod results;
+
 /// Number of hex digits in a fingerprint. The token-minting service stores the
 /// same 12-digit sha256 prefix, so operators can match the two.
 pub const FINGERPRINT_HEX: usize = 12;

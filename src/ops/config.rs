@@ -158,6 +158,146 @@ impl OpenClawConfig {
     }
 }
 
+/// What an agent can do to the map's file from its own tools, as far as
+/// the config tells (see [`OpenClawConfig::agent_reach`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentReach {
+    pub agent_id: String,
+    /// `exec`, `process` that the tool policy leaves it.
+    pub shell_tools: Vec<&'static str>,
+    /// `read`, `write`, `edit`, `apply_patch`, `ls` that it leaves.
+    pub file_tools: Vec<&'static str>,
+    /// `sandbox.mode` in force ("off" when unset) and the key it came from.
+    pub sandbox_mode: String,
+    pub sandbox_key: String,
+    /// A sandbox bind mount whose host side holds the map's directory.
+    pub bind_over_map: Option<String>,
+}
+
+// `code_execution` runs remotely (xAI), not on the host.
+const SHELL_TOOLS: [&str; 2] = ["exec", "process"];
+const FILE_TOOLS: [&str; 5] = ["read", "write", "edit", "apply_patch", "ls"];
+
+/// Whether a tool-policy entry names `tool` (names, groups, `*`).
+fn names_tool(entry: &str, tool: &str) -> bool {
+    let entry = entry.trim().to_lowercase();
+    entry == "*"
+        || entry == tool
+        || (entry == "bash" && tool == "exec")
+        || (entry == "group:runtime" && SHELL_TOOLS.contains(&tool))
+        || (entry == "group:fs" && FILE_TOOLS.contains(&tool))
+}
+
+fn strings(v: Option<&Value>) -> Option<Vec<String>> {
+    v.and_then(Value::as_array).map(|a| {
+        a.iter()
+            .filter_map(|s| s.as_str().map(str::to_owned))
+            .collect()
+    })
+}
+
+impl OpenClawConfig {
+    /// Agent entries as (normalised id, entry), from `agents.entries` or
+    /// `agents.list`; the implicit agent `main` when the config has neither.
+    fn agent_entries(&self) -> Vec<(String, Map<String, Value>)> {
+        let agents = object(self.root.get("agents"));
+        let mut out: Vec<(String, Map<String, Value>)> = Vec::new();
+        if let Some(entries) = agents.and_then(|a| object(a.get("entries"))) {
+            for (id, e) in entries {
+                out.push((
+                    id.to_lowercase(),
+                    object(Some(e)).cloned().unwrap_or_default(),
+                ));
+            }
+        } else if let Some(list) = agents.and_then(|a| a.get("list")).and_then(Value::as_array) {
+            for e in list.iter().filter_map(Value::as_object) {
+                if let Some(id) = e.get("id").and_then(Value::as_str) {
+                    out.push((id.to_lowercase(), e.clone()));
+                }
+            }
+        } else {
+            out.push(("main".into(), Map::new()));
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out.dedup_by(|a, b| a.0 == b.0);
+        out
+    }
+
+    /// For each agent: which shell and file tools OpenClaw's tool policy
+    /// leaves it, and whether its sessions run in OpenClaw's sandbox. The
+    /// policy is approximated from `tools.profile`, `tools.allow`,
+    /// `tools.alsoAllow` and `tools.deny`, globally and per agent.
+    pub fn agent_reach(&self, map_dir: &Path) -> Vec<AgentReach> {
+        let defaults = object(object(self.root.get("agents")).and_then(|a| a.get("defaults")));
+        let global = object(self.root.get("tools"));
+        self.agent_entries()
+            .into_iter()
+            .map(|(id, entry)| {
+                let own = object(entry.get("tools"));
+                let pick = |k: &str| {
+                    own.and_then(|t| t.get(k))
+                        .or_else(|| global.and_then(|t| t.get(k)))
+                };
+                let profile = pick("profile").and_then(Value::as_str).unwrap_or("full");
+                let allow = strings(pick("allow")).filter(|a| !a.is_empty());
+                let also: Vec<String> = [global, own]
+                    .iter()
+                    .flat_map(|t| strings(t.and_then(|t| t.get("alsoAllow"))).unwrap_or_default())
+                    .collect();
+                let deny: Vec<String> = [global, own]
+                    .iter()
+                    .flat_map(|t| strings(t.and_then(|t| t.get("deny"))).unwrap_or_default())
+                    .collect();
+                let has = |tool: &str| {
+                    let in_profile = !matches!(profile, "minimal" | "messaging");
+                    let base = match &allow {
+                        Some(a) => a.iter().any(|e| names_tool(e, tool)),
+                        None => in_profile,
+                    };
+                    (base || also.iter().any(|e| names_tool(e, tool)))
+                        && !deny.iter().any(|e| names_tool(e, tool))
+                };
+                let sandbox = object(entry.get("sandbox"));
+                let default_sandbox = defaults.and_then(|d| object(d.get("sandbox")));
+                let (sandbox_mode, sandbox_key) =
+                    match sandbox.and_then(|s| s.get("mode")).and_then(Value::as_str) {
+                        Some(m) => (m.to_owned(), format!("agents.entries.{id}.sandbox.mode")),
+                        None => (
+                            default_sandbox
+                                .and_then(|s| s.get("mode"))
+                                .and_then(Value::as_str)
+                                .unwrap_or("off")
+                                .to_owned(),
+                            "agents.defaults.sandbox.mode".to_owned(),
+                        ),
+                    };
+                let binds: Vec<String> = [sandbox, default_sandbox]
+                    .iter()
+                    .flat_map(|s| {
+                        strings(
+                            s.and_then(|s| object(s.get("docker")))
+                                .and_then(|d| d.get("binds")),
+                        )
+                        .unwrap_or_default()
+                    })
+                    .collect();
+                let bind_over_map = binds.into_iter().find(|b| {
+                    let host = b.split(':').next().unwrap_or_default();
+                    !host.is_empty() && map_dir.starts_with(host)
+                });
+                AgentReach {
+                    shell_tools: SHELL_TOOLS.into_iter().filter(|t| has(t)).collect(),
+                    file_tools: FILE_TOOLS.into_iter().filter(|t| has(t)).collect(),
+                    agent_id: id,
+                    sandbox_mode,
+                    sandbox_key,
+                    bind_over_map,
+                }
+            })
+            .collect()
+    }
+}
+
 /// The options JSON the plugin runs with: the config's plugin options (or
 /// none), with `tokenMapPath` replaced by `map` when one is given.
 pub fn options_json(config: Option<&OpenClawConfig>, map: Option<&str>) -> Result<String, String> {
@@ -262,6 +402,53 @@ mod tests {
         assert!(plugin_options(Some(&bad), None)
             .unwrap_err()
             .contains("\"tokenMap\""));
+    }
+
+    #[test]
+    fn agent_reach_follows_profiles_allow_deny_and_sandbox() {
+        let c = OpenClawConfig::from_text(
+            r#"{
+            agents: {
+                defaults: { sandbox: { mode: "non-main" } },
+                entries: {
+                    "paco--francis": {},
+                    "paco--dali": { tools: { deny: ["group:runtime"] }, sandbox: { mode: "all" } },
+                    "reader": { tools: { profile: "messaging", alsoAllow: ["read"] } },
+                    "boxed": { sandbox: { mode: "all", docker: { binds: ["/home/u/.config:/cfg:ro"] } } },
+                },
+            },
+            tools: { deny: ["process"] },
+        }"#,
+        );
+        let r = c.agent_reach(Path::new("/home/u/.config/micelclaw"));
+        let by = |id: &str| r.iter().find(|a| a.agent_id == id).unwrap().clone();
+        let f = by("paco--francis");
+        assert_eq!(f.shell_tools, vec!["exec"]);
+        assert_eq!(f.file_tools.len(), 5);
+        assert_eq!(
+            (f.sandbox_mode.as_str(), f.sandbox_key.as_str()),
+            ("non-main", "agents.defaults.sandbox.mode")
+        );
+        let d = by("paco--dali");
+        assert!(d.shell_tools.is_empty());
+        assert_eq!(d.sandbox_key, "agents.entries.paco--dali.sandbox.mode");
+        assert_eq!(by("reader").file_tools, vec!["read"]);
+        assert!(by("reader").shell_tools.is_empty());
+        assert_eq!(
+            by("boxed").bind_over_map.as_deref(),
+            Some("/home/u/.config:/cfg:ro")
+        );
+        let implicit = OpenClawConfig::from_text("{}").agent_reach(Path::new("/x"));
+        assert_eq!(implicit[0].agent_id, "main");
+        assert_eq!(implicit[0].sandbox_mode, "off");
+        let listed = OpenClawConfig::from_text(
+            "{ agents: { list: [{ id: 'A', tools: { allow: ['read'] } }] } }",
+        );
+        let a = &listed.agent_reach(Path::new("/x"))[0];
+        assert_eq!(
+            (a.agent_id.as_str(), a.file_tools.clone()),
+            ("a", vec!["read"])
+        );
     }
 
     #[test]

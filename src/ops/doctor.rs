@@ -15,6 +15,7 @@ use serde::Serialize;
 use super::config::{self, OpenClawConfig, PLUGIN_ID};
 use super::writer;
 use crate::redact::shown;
+use crate::rules::map_access::ProtectMap;
 use crate::token_map::{self, MapError, MapErrorKind, DEFAULT_MAX_MAP_BYTES};
 
 pub struct DoctorArgs<'a> {
@@ -387,6 +388,10 @@ pub fn run(args: &DoctorArgs<'_>) -> Result<Report, String> {
         }
     }
 
+    if let Some(c) = &config {
+        checks.extend(exposure_checks(c, &map_path, opts.protect_map));
+    }
+
     let problems = checks.iter().filter(|c| c.status == Status::Fail).count();
     let warnings = checks.iter().filter(|c| c.status == Status::Warn).count();
     Ok(Report {
@@ -401,6 +406,81 @@ pub fn run(args: &DoctorArgs<'_>) -> Result<Report, String> {
         checks,
         agents: rows,
     })
+}
+
+/// One finding per agent whose own tools can reach the map's file: a shell
+/// (exec, process) or file tools, on the gateway's host. A shell can read
+/// the file in ways no path check or redaction sees (base64, a script), so
+/// only OpenClaw's sandbox, or taking the shell away, closes it.
+fn exposure_checks(c: &OpenClawConfig, map_path: &Path, protect: ProtectMap) -> Vec<Check> {
+    let dir = std::fs::canonicalize(parent_of(map_path)).unwrap_or_else(|_| parent_of(map_path));
+    let mut out = Vec::new();
+    for a in c.agent_reach(&dir) {
+        let id = shown(&a.agent_id);
+        let on_host = match a.sandbox_mode.as_str() {
+            "all" => None,
+            "non-main" => Some(format!(
+                "its main session runs on the host ({} is \"non-main\")",
+                a.sandbox_key
+            )),
+            m => Some(format!(
+                "it runs on the host without OpenClaw's sandbox ({} is \"{}\")",
+                a.sandbox_key,
+                shown(m)
+            )),
+        };
+        let where_ = match (&on_host, &a.bind_over_map) {
+            (Some(h), _) => h.clone(),
+            (None, Some(b)) => format!(
+                "its sandbox mounts the map's directory (bind \"{}\")",
+                shown(b)
+            ),
+            (None, None) => continue,
+        };
+        let sandbox_fix = format!(
+            "openclaw config set agents.entries.{id}.sandbox.mode all (and no sandbox bind over {})",
+            dir.display()
+        );
+        if !a.shell_tools.is_empty() {
+            out.push(check(
+                Status::Warn,
+                "map exposure",
+                format!(
+                    "agent \"{id}\" has {} and {where_}: a shell can read the token map {} (cat, base64, a script), which no path check or redaction can stop",
+                    a.shell_tools.join(", "),
+                    map_path.display()
+                ),
+                Some(format!(
+                    "{sandbox_fix}; or take the shell away: add \"group:runtime\" to agents.entries.{id}.tools.deny; or protectMap: \"strict\" in the plugin's config, which blocks exec and process for agents outside the sandbox"
+                )),
+            ));
+        } else if !a.file_tools.is_empty() {
+            let (status, guard) = if protect == ProtectMap::Off {
+                (
+                    Status::Warn,
+                    "and protectMap is \"off\", so nothing stops them naming the map",
+                )
+            } else {
+                (
+                    Status::Ok,
+                    "; rule map-access blocks every call of theirs that names the map",
+                )
+            };
+            out.push(check(
+                status,
+                "map exposure",
+                format!(
+                    "agent \"{id}\" has {} and {where_}{}{guard}",
+                    a.file_tools.join(", "),
+                    if status == Status::Ok { "" } else { " " }
+                ),
+                (status == Status::Warn).then(|| {
+                    format!("{sandbox_fix}; or remove protectMap: \"off\" from the plugin's config")
+                }),
+            ));
+        }
+    }
+    out
 }
 
 fn plural(n: usize, one: &str, many: &str) -> String {
@@ -676,7 +756,8 @@ mod tests {
                 ("old", true, Some(false))
             ]
         );
-        assert_eq!(r.warnings, 1);
+        // "old" is not configured; "a" and "ghost" have exec on the host.
+        assert_eq!(r.warnings, 3);
 
         let other = d.join("other.json");
         write(
@@ -716,5 +797,80 @@ mod tests {
         assert!(r.ok);
         assert_eq!(r.warnings, 1);
         assert!(r.render().contains("healthy (1 warning)"));
+    }
+
+    #[test]
+    fn every_agent_that_can_reach_the_map_from_the_host_is_named_with_its_fix() {
+        let d = tmpdir("exposure");
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o700)).unwrap();
+        let p = d.join("m.json");
+        write(&p, 0o600, &format!(r#"{{"shell": "{T1}"}}"#));
+        let c = d.join("openclaw.json");
+        let body = |protect: &str| {
+            format!(
+                r#"{{ plugins: {{ entries: {{ 'claw-identity': {{ enabled: true, config: {{ protectMap: "{protect}" }} }} }} }},
+                   agents: {{ defaults: {{ sandbox: {{ mode: "non-main" }} }}, entries: {{
+                     shell: {{}},
+                     files: {{ tools: {{ deny: ["group:runtime"] }} }},
+                     boxed: {{ sandbox: {{ mode: "all" }} }},
+                     mounted: {{ sandbox: {{ mode: "all", docker: {{ binds: ["{}:/m:ro"] }} }} }},
+                     chat: {{ tools: {{ profile: "messaging" }} }},
+                   }} }} }}"#,
+                d.display()
+            )
+        };
+        fs::write(&c, body("paths")).unwrap();
+        let r = doctor(&p, Some(&c));
+        let found: Vec<(Status, &str, &str)> = r
+            .checks
+            .iter()
+            .filter(|c| c.check == "map exposure")
+            .map(|c| (c.status, c.message.as_str(), c.fix.as_deref().unwrap_or("")))
+            .collect();
+        assert_eq!(found.len(), 3, "{found:#?}");
+        let (st, msg, fix) = found[0];
+        assert_eq!(st, Status::Ok);
+        assert!(msg.starts_with("agent \"files\" has read, write, edit, apply_patch, ls and its main session runs on the host"), "{msg}");
+        assert_eq!(fix, "");
+        let (st, msg, fix) = found[1];
+        assert_eq!(st, Status::Warn);
+        assert!(
+            msg.starts_with(
+                "agent \"mounted\" has exec, process and its sandbox mounts the map's directory"
+            ),
+            "{msg}"
+        );
+        assert!(
+            fix.starts_with("openclaw config set agents.entries.mounted.sandbox.mode all"),
+            "{fix}"
+        );
+        let (st, msg, fix) = found[2];
+        assert_eq!(st, Status::Warn);
+        assert!(msg.starts_with("agent \"shell\" has exec, process and its main session runs on the host (agents.defaults.sandbox.mode is \"non-main\"): a shell can read the token map"), "{msg}");
+        assert!(
+            fix.contains("\"group:runtime\" to agents.entries.shell.tools.deny")
+                && fix.contains("protectMap: \"strict\""),
+            "{fix}"
+        );
+        assert!(
+            !r.checks
+                .iter()
+                .any(|c| c.check == "map exposure" && c.status == Status::Fail),
+            "exposure is a warning: tokens are still injected"
+        );
+
+        fs::write(&c, body("off")).unwrap();
+        let r = doctor(&p, Some(&c));
+        let files = r
+            .checks
+            .iter()
+            .find(|c| c.check == "map exposure" && c.message.starts_with("agent \"files\""))
+            .unwrap();
+        assert_eq!(files.status, Status::Warn);
+        assert!(
+            files.message.contains("protectMap is \"off\""),
+            "{}",
+            files.message
+        );
     }
 }

@@ -8,6 +8,7 @@ pub mod auth_token;
 pub mod conversation_id;
 pub mod cross_user_send;
 pub mod delegation_session;
+pub mod map_access;
 pub mod session_access;
 pub mod spawn_redirect;
 pub mod workboard_scope;
