@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use notify::event::ModifyKind;
 use notify::{EventKind, PollWatcher, RecursiveMode};
@@ -324,17 +324,11 @@ impl Loop {
             self.fire(Trigger::Watching);
         }
         let _ = ready.send(());
+        let mut beat = Instant::now() + heartbeat;
         loop {
-            match rx.recv_timeout(heartbeat) {
+            match rx.recv_timeout(beat.saturating_duration_since(Instant::now())) {
                 Ok(Msg::Stop) | Err(RecvTimeoutError::Disconnected) => return,
-                Err(RecvTimeoutError::Timeout) => {
-                    if self.retarget(false) {
-                        self.fire(Trigger::Watching);
-                    } else if self.recheck || Stamp::of(&self.path) != self.stamp {
-                        self.fire(Trigger::Changed);
-                    }
-                    (self.on_trigger)(Trigger::Heartbeat);
-                }
+                Err(RecvTimeoutError::Timeout) => {}
                 Ok(Msg::Event(first)) => {
                     // Coalesce the burst: one reload per change, not per event.
                     let mut seen = self.classify(&first);
@@ -344,17 +338,27 @@ impl Loop {
                             Msg::Event(ev) => seen |= self.classify(&ev),
                         }
                     }
-                    if !(seen.changed || seen.moved) {
-                        continue;
-                    }
-                    // Resolve again on every change: a link of the chain may
-                    // be what changed, and the file it ends at is watched too.
-                    if self.retarget(seen.gone) {
-                        self.fire(Trigger::Watching);
-                    } else if seen.changed {
-                        self.fire(Trigger::Changed);
+                    if seen.changed || seen.moved {
+                        // Resolve again on every change: a link of the chain
+                        // may be what changed, and its file is watched too.
+                        if self.retarget(seen.gone) {
+                            self.fire(Trigger::Watching);
+                        } else if seen.changed {
+                            self.fire(Trigger::Changed);
+                        }
                     }
                 }
+            }
+            // On a fixed cadence: a stream of unrelated events (a busy
+            // directory) must not hold off the heartbeat.
+            if Instant::now() >= beat {
+                beat = Instant::now() + heartbeat;
+                if self.retarget(false) {
+                    self.fire(Trigger::Watching);
+                } else if self.recheck || Stamp::of(&self.path) != self.stamp {
+                    self.fire(Trigger::Changed);
+                }
+                (self.on_trigger)(Trigger::Heartbeat);
             }
         }
     }
@@ -510,12 +514,30 @@ impl Loop {
         (forced || self.watched != before) && (on_dir(&self.watched) || on_dir(&before))
     }
 
-    /// Watches `wanted` with a fresh backend, not unwatch + watch: after a
-    /// watched directory is deleted, notify keeps its path registered, and
-    /// watching the recreated directory under that path silently adds nothing.
+    /// Watches `wanted`. When only the file changed (it was rotated), its
+    /// watch is swapped on the live backend: the directories stay watched
+    /// throughout and a rotation costs no new backend. Otherwise a fresh
+    /// backend, not unwatch + watch: after a watched directory is deleted,
+    /// notify keeps its path registered, and watching the recreated directory
+    /// under that path silently adds nothing.
     fn install(&mut self, wanted: &[Watch]) -> notify::Result<()> {
-        self.watcher = None;
-        for w in wanted {
+        let dirs = |ws: &[Watch]| ws.iter().filter(|w| w.is_dir).cloned().collect::<Vec<_>>();
+        let files = |ws: &[Watch]| ws.iter().filter(|w| !w.is_dir).cloned().collect::<Vec<_>>();
+        let keep_dirs = !self.watched.is_empty() && dirs(wanted) == dirs(&self.watched);
+        if let (true, Some(backend)) = (keep_dirs, self.watcher.as_mut()) {
+            // Unwatch first, so a late event for the old file cannot remove
+            // the new watch (notify keys its watches by path). It may already
+            // be gone with its file.
+            for w in files(&self.watched) {
+                let _ = backend.unwatch(&w.path);
+            }
+        } else {
+            self.watcher = None;
+            for w in dirs(wanted) {
+                self.watch(&w.path)?;
+            }
+        }
+        for w in files(wanted) {
             self.watch(&w.path)?;
         }
         Ok(())
