@@ -271,6 +271,24 @@ fn now_ns() -> i128 {
         .map_or(0, |d| d.as_nanos() as i128)
 }
 
+fn dirs(ws: &[Watch]) -> Vec<Watch> {
+    ws.iter().filter(|w| w.is_dir).cloned().collect()
+}
+
+fn files(ws: &[Watch]) -> Vec<Watch> {
+    ws.iter().filter(|w| !w.is_dir).cloned().collect()
+}
+
+/// What `retarget` changed, when the map must be re-read because of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rewatch {
+    None,
+    /// Only the file's watch (the file was rotated).
+    File,
+    /// The directories' watches.
+    All,
+}
+
 /// What a burst of events asks for.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 struct Seen {
@@ -320,7 +338,7 @@ struct Loop {
 
 impl Loop {
     fn run(mut self, rx: mpsc::Receiver<Msg>, heartbeat: Duration, ready: mpsc::SyncSender<()>) {
-        if self.retarget(false) {
+        if self.retarget(false) != Rewatch::None {
             self.fire(Trigger::Watching);
         }
         let _ = ready.send(());
@@ -339,13 +357,7 @@ impl Loop {
                         }
                     }
                     if seen.changed || seen.moved {
-                        // Resolve again on every change: a link of the chain
-                        // may be what changed, and its file is watched too.
-                        if self.retarget(seen.gone) {
-                            self.fire(Trigger::Watching);
-                        } else if seen.changed {
-                            self.fire(Trigger::Changed);
-                        }
+                        self.settle(seen);
                     }
                 }
             }
@@ -353,13 +365,36 @@ impl Loop {
             // directory) must not hold off the heartbeat.
             if Instant::now() >= beat {
                 beat = Instant::now() + heartbeat;
-                if self.retarget(false) {
+                if self.retarget(false) != Rewatch::None {
                     self.fire(Trigger::Watching);
                 } else if self.recheck || Stamp::of(&self.path) != self.stamp {
                     self.fire(Trigger::Changed);
                 }
                 (self.on_trigger)(Trigger::Heartbeat);
             }
+        }
+    }
+
+    /// Acts on a burst of events. Resolves again on every change: a link of
+    /// the chain may be what changed, and the file is watched by inode.
+    fn settle(&mut self, seen: Seen) {
+        // A rotation puts the new map in force first: moving the file's
+        // watch to the new inode waits on notify's thread, and on a busy
+        // machine every hand-off can cost a scheduler tick.
+        let early = seen.changed && !seen.gone;
+        if early {
+            self.fire(Trigger::Changed);
+        }
+        match self.retarget(seen.gone) {
+            Rewatch::None if seen.changed && !early => self.fire(Trigger::Changed),
+            Rewatch::None => {}
+            // Only the file's watch moved: a write since the stamp differs.
+            Rewatch::File if early => {
+                if Stamp::of(&self.path) != self.stamp {
+                    self.fire(Trigger::Changed);
+                }
+            }
+            Rewatch::File | Rewatch::All => self.fire(Trigger::Watching),
         }
     }
 
@@ -466,12 +501,12 @@ impl Loop {
     }
 
     /// Points the watches at what `targets` says, `forced` treating the
-    /// current ones as dead. Returns true when the map must be re-read: the
+    /// current ones as dead. Says whether the map must be re-read: the
     /// watches changed while on the map's directory (the map may have
     /// changed while unwatched, or its chain now leads elsewhere), or they
     /// left it (the map is gone: the failed reload is what starts the
     /// `maxStaleSeconds` clock).
-    fn retarget(&mut self, forced: bool) -> bool {
+    fn retarget(&mut self, forced: bool) -> Rewatch {
         let before = if forced {
             std::mem::take(&mut self.watched)
         } else {
@@ -511,7 +546,13 @@ impl Loop {
             }
         }
         let on_dir = |ws: &[Watch]| ws.iter().any(|w| w.exact && w.path == self.dir);
-        (forced || self.watched != before) && (on_dir(&self.watched) || on_dir(&before))
+        if !((forced || self.watched != before) && (on_dir(&self.watched) || on_dir(&before))) {
+            Rewatch::None
+        } else if !forced && dirs(&self.watched) == dirs(&before) {
+            Rewatch::File
+        } else {
+            Rewatch::All
+        }
     }
 
     /// Watches `wanted`. When only the file changed (it was rotated), its
@@ -521,8 +562,6 @@ impl Loop {
     /// notify keeps its path registered, and watching the recreated directory
     /// under that path silently adds nothing.
     fn install(&mut self, wanted: &[Watch]) -> notify::Result<()> {
-        let dirs = |ws: &[Watch]| ws.iter().filter(|w| w.is_dir).cloned().collect::<Vec<_>>();
-        let files = |ws: &[Watch]| ws.iter().filter(|w| !w.is_dir).cloned().collect::<Vec<_>>();
         let keep_dirs = !self.watched.is_empty() && dirs(wanted) == dirs(&self.watched);
         if let (true, Some(backend)) = (keep_dirs, self.watcher.as_mut()) {
             // Unwatch first, so a late event for the old file cannot remove
