@@ -36,9 +36,10 @@ use crate::options::WatchMode;
 pub enum Trigger {
     /// The watch is (re)established: the map may have changed while unwatched.
     Watching,
-    /// File system events that concern the map.
+    /// File system events that concern the map, or the heartbeat found its
+    /// file's identity or metadata changed.
     Changed,
-    /// Periodic tick with no relevant event (no I/O expected from the handler).
+    /// Periodic tick, on a fixed cadence (no I/O expected from the handler).
     Heartbeat,
 }
 
