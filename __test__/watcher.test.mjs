@@ -244,3 +244,19 @@ test('a slow in-place write logs its failure once, not once per partial state', 
   assert.equal(warnings.length, 1, log.text());
   layer.close();
 });
+
+test('a busy directory does not hold off the heartbeat (maxStaleSeconds still applies)', async () => {
+  const dir = tempDir();
+  const file = path.join(dir, 'm.json');
+  writeMap(file, { [A]: randomToken() });
+  const { layer } = open(file, { maxStaleSeconds: 0.2 });
+  fs.unlinkSync(file);
+  // Another file in the map's directory, written far more often than the heartbeat.
+  const noise = setInterval(() => fs.writeFileSync(path.join(dir, 'app.log'), String(Date.now())), 20);
+  try {
+    await waitFor(() => layer.stats().stale, { what: 'stale despite the stream of events' });
+  } finally {
+    clearInterval(noise);
+  }
+  layer.close();
+});

@@ -1,22 +1,30 @@
 //! Keeps the token map current from a background thread, so the hot path
 //! never touches the file system.
 //!
-//! We watch the map's *directory*, not the file: a watch on the file dies at
-//! the first atomic rename. Events are filtered by name (the map itself, or a
-//! Kubernetes `..data`-style entry) and every burst of events becomes one
-//! reload; the layer then skips a reload whose content did not change, so a
-//! rename that yields two events still swaps the map once. When the directory
-//! does not exist we watch its nearest existing ancestor and move down as it
-//! appears; a heartbeat re-checks which directory (by inode) we should watch,
-//! which also catches a directory replaced behind our back.
+//! We watch *directories*, not the file alone: a watch on the file dies at
+//! the first atomic rename. The map's directory, and when the map path goes
+//! through symlinks, the directory of every link and of the file it ends at,
+//! resolved again whenever one of them changes. Events are filtered by name
+//! (the map, a link of its chain, the file it ends at, or a Kubernetes
+//! `..data`-style entry) and every burst of events becomes one reload; the
+//! layer then skips a reload whose content did not change, so a rename that
+//! yields two events still swaps the map once. The file it ends at is
+//! watched as well: a write that reaches its inode through another path (a
+//! single-file bind mount, a hard link) shows in no directory. When a
+//! directory does not exist we watch its nearest existing ancestor and move
+//! down as it appears. A heartbeat re-checks what we should watch (by inode),
+//! which also catches a directory replaced behind our back, and compares the
+//! file's identity and metadata, for writers no watch sees.
 
+use std::collections::VecDeque;
+use std::ffi::OsString;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use notify::event::ModifyKind;
 use notify::{EventKind, PollWatcher, RecursiveMode};
@@ -28,9 +36,10 @@ use crate::options::WatchMode;
 pub enum Trigger {
     /// The watch is (re)established: the map may have changed while unwatched.
     Watching,
-    /// File system events that concern the map.
+    /// File system events that concern the map, or the heartbeat found its
+    /// file's identity or metadata changed.
     Changed,
-    /// Periodic tick with no relevant event (no I/O expected from the handler).
+    /// Periodic tick, on a fixed cadence (no I/O expected from the handler).
     Heartbeat,
 }
 
@@ -88,17 +97,16 @@ impl Watcher {
                 .parent()
                 .map(Path::to_path_buf)
                 .unwrap_or_else(|| PathBuf::from("/")),
-            name: cfg
-                .path
-                .file_name()
-                .map(|n| n.to_os_string())
-                .unwrap_or_default(),
+            path: cfg.path,
             mode: cfg.mode,
             poll_interval: cfg.poll_interval,
             tx: tx.clone(),
             backend: backend.clone(),
             watcher: None,
-            watched: None,
+            watched: Vec::new(),
+            entries: Vec::new(),
+            stamp: None,
+            recheck: false,
             on_trigger,
             on_fallback,
         };
@@ -135,170 +143,444 @@ impl Drop for Watcher {
     }
 }
 
-/// Identity of a directory: path plus (device, inode), so a directory that
-/// was replaced under the same name is noticed.
-type DirId = (PathBuf, u64, u64);
-
-fn dir_id(path: &Path) -> Option<DirId> {
-    let m = std::fs::metadata(path).ok()?;
-    m.is_dir().then(|| (path.to_path_buf(), m.dev(), m.ino()))
+/// One watched path, by identity, so a directory replaced under the same
+/// name, or a file rotated, is noticed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Watch {
+    path: PathBuf,
+    dev: u64,
+    ino: u64,
+    is_dir: bool,
+    /// A directory we need (its events are filtered by name).
+    exact: bool,
+    /// Stands in for a needed directory that does not exist (yet): any event
+    /// in it may be that directory appearing.
+    ancestor: bool,
 }
 
+/// The watch for directory `dir`: on it, or on its nearest existing ancestor.
+fn dir_watch(dir: &Path) -> Option<Watch> {
+    dir.ancestors().find_map(|p| {
+        let m = std::fs::metadata(p).ok()?;
+        m.is_dir().then(|| Watch {
+            path: p.to_path_buf(),
+            dev: m.dev(),
+            ino: m.ino(),
+            is_dir: true,
+            exact: p == dir,
+            ancestor: p != dir,
+        })
+    })
+}
+
+/// The symlinks a path resolves through, and where it ends.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Chain {
+    /// Every symlink met, in order (those in directory components too), each
+    /// as a path through real directories.
+    links: Vec<PathBuf>,
+    /// The real path it ends at. What cannot be resolved (a missing entry,
+    /// too many links) is kept as written.
+    target: PathBuf,
+}
+
+/// Resolves an absolute path component by component, as realpath(3) does,
+/// but keeps every link it meets: a change of any of them moves the map.
+fn resolve_chain(path: &Path) -> Chain {
+    const MAX_LINKS: usize = 40; // Linux's MAXSYMLINKS
+    let parts = |p: &Path| -> Vec<OsString> {
+        p.components()
+            .filter_map(|c| match c {
+                Component::Normal(s) => Some(s.to_os_string()),
+                Component::ParentDir => Some("..".into()),
+                Component::RootDir | Component::CurDir | Component::Prefix(_) => None,
+            })
+            .collect()
+    };
+    let mut links = Vec::new();
+    let mut cur = PathBuf::from("/");
+    let mut todo: VecDeque<OsString> = parts(path).into();
+    let mut resolving = true;
+    while let Some(c) = todo.pop_front() {
+        if c == ".." {
+            cur.pop();
+            continue;
+        }
+        let next = cur.join(&c);
+        if resolving {
+            match std::fs::symlink_metadata(&next) {
+                Ok(m) if m.file_type().is_symlink() && links.len() < MAX_LINKS => {
+                    if let Ok(to) = std::fs::read_link(&next) {
+                        links.push(next);
+                        if to.is_absolute() {
+                            cur = PathBuf::from("/");
+                        }
+                        for part in parts(&to).into_iter().rev() {
+                            todo.push_front(part);
+                        }
+                        continue;
+                    }
+                }
+                Ok(_) => {}
+                // Missing (or unreadable): the rest is taken as written.
+                Err(_) => resolving = false,
+            }
+        }
+        cur = next;
+    }
+    Chain { links, target: cur }
+}
+
+/// What the heartbeat compares: the file the map path ends at, by identity
+/// and metadata. It catches writers no watch sees (another host on a
+/// network file system).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime_ns: i128,
+    ctime_ns: i128,
+}
+
+impl Stamp {
+    fn of(path: &Path) -> Option<Stamp> {
+        let m = std::fs::metadata(path).ok()?;
+        let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+        Some(Stamp {
+            dev: m.dev(),
+            ino: m.ino(),
+            size: m.size(),
+            mtime_ns: ns(m.mtime(), m.mtime_nsec()),
+            ctime_ns: ns(m.ctime(), m.ctime_nsec()),
+        })
+    }
+}
+
+/// File times advance in coarse ticks: a file stamped within this long of
+/// its last change may change again, same size, within the same tick and
+/// compare equal. Such a stamp is looked at once more (git's "racily clean").
+const RACY: Duration = Duration::from_millis(100);
+
+fn racy(stamp: Option<Stamp>, now_ns: i128) -> bool {
+    stamp.is_some_and(|s| now_ns - s.mtime_ns.max(s.ctime_ns) < RACY.as_nanos() as i128)
+}
+
+fn now_ns() -> i128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128)
+}
+
+fn dirs(ws: &[Watch]) -> Vec<Watch> {
+    ws.iter().filter(|w| w.is_dir).cloned().collect()
+}
+
+fn files(ws: &[Watch]) -> Vec<Watch> {
+    ws.iter().filter(|w| !w.is_dir).cloned().collect()
+}
+
+/// What `retarget` changed, when the map must be re-read because of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rewatch {
+    None,
+    /// Only the file's watch (the file was rotated).
+    File,
+    /// The directories' watches.
+    All,
+}
+
+/// What a burst of events asks for.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Seen {
+    /// The map, or a link on its way, may have changed: re-read it.
+    changed: bool,
+    /// What we should watch may have changed: resolve it again.
+    moved: bool,
+    /// A watched directory itself went away: rebuild the watch even if it
+    /// looks the same (a recreated directory may get its inode number back).
+    gone: bool,
+}
+
+impl std::ops::BitOrAssign for Seen {
+    fn bitor_assign(&mut self, o: Seen) {
+        self.changed |= o.changed;
+        self.moved |= o.moved;
+        self.gone |= o.gone;
+    }
+}
+
+const EVERYTHING: Seen = Seen {
+    changed: true,
+    moved: true,
+    gone: true,
+};
+
 struct Loop {
+    /// The map path as configured, and its directory.
+    path: PathBuf,
     dir: PathBuf,
-    name: std::ffi::OsString,
     mode: WatchMode,
     poll_interval: Duration,
     tx: Sender<Msg>,
     backend: Arc<AtomicU8>,
     watcher: Option<Box<dyn notify::Watcher + Send>>,
-    watched: Option<DirId>,
+    watched: Vec<Watch>,
+    /// Paths whose events concern the map: the path itself, each link of
+    /// its chain, and the file it ends at.
+    entries: Vec<PathBuf>,
+    /// The map's file as last handed to a reload, and whether to look again
+    /// at the next heartbeat even if it compares equal.
+    stamp: Option<Stamp>,
+    recheck: bool,
     on_trigger: Handler,
     on_fallback: OnFallback,
 }
 
 impl Loop {
     fn run(mut self, rx: mpsc::Receiver<Msg>, heartbeat: Duration, ready: mpsc::SyncSender<()>) {
-        if self.retarget() {
-            (self.on_trigger)(Trigger::Watching);
+        if self.retarget(false) != Rewatch::None {
+            self.fire(Trigger::Watching);
         }
         let _ = ready.send(());
+        let mut beat = Instant::now() + heartbeat;
         loop {
-            match rx.recv_timeout(heartbeat) {
+            match rx.recv_timeout(beat.saturating_duration_since(Instant::now())) {
                 Ok(Msg::Stop) | Err(RecvTimeoutError::Disconnected) => return,
-                Err(RecvTimeoutError::Timeout) => {
-                    if self.retarget() {
-                        (self.on_trigger)(Trigger::Watching);
-                    }
-                    (self.on_trigger)(Trigger::Heartbeat);
-                }
+                Err(RecvTimeoutError::Timeout) => {}
                 Ok(Msg::Event(first)) => {
                     // Coalesce the burst: one reload per change, not per event.
-                    let (mut changed, mut moved) = self.classify(&first);
+                    let mut seen = self.classify(&first);
                     while let Ok(msg) = rx.try_recv() {
                         match msg {
                             Msg::Stop => return,
-                            Msg::Event(ev) => {
-                                let (c, m) = self.classify(&ev);
-                                changed |= c;
-                                moved |= m;
-                            }
+                            Msg::Event(ev) => seen |= self.classify(&ev),
                         }
                     }
-                    // A directory deleted and recreated may get the same inode
-                    // number back: when an event says the map's directory went
-                    // away, re-watch even if it looks the same.
-                    let on_map_dir = self.watched.as_ref().is_some_and(|w| w.0 == self.dir);
-                    let rewatched = moved
-                        && if on_map_dir {
-                            self.retarget_forced()
-                        } else {
-                            self.retarget()
-                        };
-                    if rewatched {
-                        (self.on_trigger)(Trigger::Watching);
-                    } else if changed {
-                        (self.on_trigger)(Trigger::Changed);
+                    if seen.changed || seen.moved {
+                        self.settle(seen);
                     }
                 }
+            }
+            // On a fixed cadence: a stream of unrelated events (a busy
+            // directory) must not hold off the heartbeat.
+            if Instant::now() >= beat {
+                beat = Instant::now() + heartbeat;
+                if self.retarget(false) != Rewatch::None {
+                    self.fire(Trigger::Watching);
+                } else if self.recheck || Stamp::of(&self.path) != self.stamp {
+                    self.fire(Trigger::Changed);
+                }
+                (self.on_trigger)(Trigger::Heartbeat);
             }
         }
     }
 
-    /// (the map may have changed, the watch target may have moved)
-    fn classify(&self, ev: &notify::Result<notify::Event>) -> (bool, bool) {
+    /// Acts on a burst of events. Resolves again on every change: a link of
+    /// the chain may be what changed, and the file is watched by inode.
+    fn settle(&mut self, seen: Seen) {
+        // A rotation puts the new map in force first: moving the file's
+        // watch to the new inode waits on notify's thread, and on a busy
+        // machine every hand-off can cost a scheduler tick.
+        let early = seen.changed && !seen.gone;
+        if early {
+            self.fire(Trigger::Changed);
+        }
+        match self.retarget(seen.gone) {
+            Rewatch::None if seen.changed && !early => self.fire(Trigger::Changed),
+            Rewatch::None => {}
+            // Only the file's watch moved: a write since the stamp differs.
+            Rewatch::File if early => {
+                if Stamp::of(&self.path) != self.stamp {
+                    self.fire(Trigger::Changed);
+                }
+            }
+            Rewatch::File | Rewatch::All => self.fire(Trigger::Watching),
+        }
+    }
+
+    /// Asks for a reload check, stamping the file first: a change after the
+    /// stamp differs at the next heartbeat, so at worst it is read twice.
+    fn fire(&mut self, t: Trigger) {
+        self.stamp = Stamp::of(&self.path);
+        self.recheck = racy(self.stamp, now_ns());
+        (self.on_trigger)(t);
+    }
+
+    fn classify(&self, ev: &notify::Result<notify::Event>) -> Seen {
         let ev = match ev {
             Ok(ev) => ev,
             // Errors (e.g. a queue overflow reported as an error) mean we may have missed something.
-            Err(_) => return (true, true),
+            Err(_) => return EVERYTHING,
         };
         if ev.need_rescan() {
-            return (true, true);
+            return EVERYTHING;
         }
         if matches!(ev.kind, EventKind::Access(_)) {
             // Our own reads produce these.
-            return (false, false);
+            return Seen::default();
         }
-        let watching_dir = self.watched.as_ref().is_some_and(|w| w.0 == self.dir);
-        if !watching_dir {
-            // Watching an ancestor: anything there may be the directory appearing.
-            return (false, true);
-        }
-        let mut changed = false;
-        let mut moved = false;
+        let mut seen = Seen::default();
         for p in &ev.paths {
-            if p == &self.dir {
-                // A chmod or chown of the directory itself can make a refused
-                // map loadable (the gate checks the directory too): re-read.
+            if let Some(w) = self.watched.iter().find(|w| w.is_dir && &w.path == p) {
                 if matches!(ev.kind, EventKind::Modify(ModifyKind::Metadata(_))) {
-                    changed = true;
+                    // A chmod or chown of a directory can make a refused map
+                    // loadable (the gate checks the directories too): re-read.
+                    seen.changed |= w.exact;
+                    seen.moved |= w.ancestor;
                 } else {
-                    moved = true;
+                    seen.moved = true;
+                    seen.gone = true;
                 }
-            } else if let Some(name) = p.file_name() {
-                // `..data` and its siblings are Kubernetes' atomic-writer links.
-                if name == self.name.as_os_str() || name.as_encoded_bytes().starts_with(b"..") {
-                    changed = true;
-                }
+                continue;
+            }
+            if self.entries.contains(p) {
+                seen.changed = true;
+            }
+            let parent = p.parent();
+            if self
+                .watched
+                .iter()
+                .any(|w| w.ancestor && parent == Some(w.path.as_path()))
+            {
+                seen.moved = true;
+            }
+            // `..data` and its siblings are Kubernetes' atomic-writer links.
+            if parent == Some(self.dir.as_path())
+                && p.file_name()
+                    .is_some_and(|n| n.as_encoded_bytes().starts_with(b".."))
+            {
+                seen.changed = true;
             }
         }
-        (changed, moved)
+        seen
     }
 
-    /// Points the watch at the map's directory, or its nearest existing
-    /// ancestor. Returns true when the map must be re-read: the watch reached
-    /// the map's directory (the map may have changed while unwatched), or left
-    /// it (the map is gone: the failed reload is what starts the
+    /// What to watch: the map's directory, the directory of every link of
+    /// its chain and of the file it ends at (each, while missing, through its
+    /// nearest existing ancestor), and that file itself.
+    fn targets(&self) -> (Vec<Watch>, Vec<PathBuf>) {
+        let chain = resolve_chain(&self.path);
+        let mut watches: Vec<Watch> = Vec::new();
+        let dirs = std::iter::once(self.dir.as_path())
+            .chain(chain.links.iter().filter_map(|l| l.parent()))
+            .chain(chain.target.parent());
+        for w in dirs.filter_map(dir_watch) {
+            // One inode, one watch: inotify would merge them and report
+            // events under the last path given.
+            match watches
+                .iter_mut()
+                .find(|x| (x.dev, x.ino) == (w.dev, w.ino))
+            {
+                Some(x) => {
+                    x.exact |= w.exact;
+                    x.ancestor |= w.ancestor;
+                }
+                None => watches.push(w),
+            }
+        }
+        // A write that reaches the file's inode through another path (a
+        // single-file bind mount, a hard link) shows in none of these
+        // directories, only on the file.
+        if let Ok(m) = std::fs::metadata(&chain.target) {
+            if m.is_file() {
+                watches.push(Watch {
+                    path: chain.target.clone(),
+                    dev: m.dev(),
+                    ino: m.ino(),
+                    is_dir: false,
+                    exact: true,
+                    ancestor: false,
+                });
+            }
+        }
+        let mut entries = vec![self.path.clone()];
+        entries.extend(chain.links);
+        entries.push(chain.target);
+        entries.dedup(); // a plain file is its own target
+        (watches, entries)
+    }
+
+    /// Points the watches at what `targets` says, `forced` treating the
+    /// current ones as dead. Says whether the map must be re-read: the
+    /// watches changed while on the map's directory (the map may have
+    /// changed while unwatched, or its chain now leads elsewhere), or they
+    /// left it (the map is gone: the failed reload is what starts the
     /// `maxStaleSeconds` clock).
-    fn retarget(&mut self) -> bool {
-        self.retarget_from(self.watched.clone(), false)
-    }
-
-    /// `retarget`, but the current watch is treated as dead.
-    fn retarget_forced(&mut self) -> bool {
-        let before = self.watched.take();
-        self.retarget_from(before, true)
-    }
-
-    fn retarget_from(&mut self, before: Option<DirId>, forced: bool) -> bool {
+    fn retarget(&mut self, forced: bool) -> Rewatch {
+        let before = if forced {
+            std::mem::take(&mut self.watched)
+        } else {
+            self.watched.clone()
+        };
         // Directories can appear while we move down: loop until stable.
         for _ in 0..64 {
-            let target = self.dir.ancestors().find_map(dir_id);
-            if target.is_none() || target == self.watched {
+            let (wanted, entries) = self.targets();
+            self.entries = entries;
+            if wanted == self.watched {
                 break;
             }
-            let target = target.expect("checked");
-            // A fresh backend, not unwatch + watch: after a watched directory
-            // is deleted, notify keeps its path registered, and watching the
-            // recreated directory under that path silently adds nothing.
-            self.watcher = None;
-            if let Err(e) = self.watch(&target.0) {
-                if matches!(e.kind, notify::ErrorKind::PathNotFound) {
-                    // The directory vanished between the check and the watch: try again.
-                    self.watched = None;
-                    continue;
+            match self.install(&wanted) {
+                Ok(()) => self.watched = wanted,
+                // It vanished between the check and the watch: try again.
+                Err(e) if matches!(e.kind, notify::ErrorKind::PathNotFound) => {
+                    self.watched.clear();
                 }
-                if self.backend.load(Ordering::Relaxed) != Backend::Poll as u8 {
-                    (self.on_fallback)(&format!(
-                        "inotify watch on {} failed ({e}); polling every {:?} instead",
-                        target.0.display(),
-                        self.poll_interval
-                    ));
-                    self.watcher = None;
-                    self.backend.store(Backend::Poll as u8, Ordering::Relaxed);
-                    if self.watch(&target.0).is_err() {
-                        self.watched = None;
+                Err(e) => {
+                    self.watched.clear();
+                    if self.backend.load(Ordering::Relaxed) == Backend::Poll as u8 {
                         break;
                     }
-                } else {
-                    self.watched = None;
-                    break;
+                    (self.on_fallback)(&format!(
+                        "inotify watch on {} failed ({e}); polling every {:?} instead",
+                        e.paths
+                            .first()
+                            .map_or_else(|| self.dir.display(), |p| p.display()),
+                        self.poll_interval
+                    ));
+                    self.backend.store(Backend::Poll as u8, Ordering::Relaxed);
+                    if self.install(&wanted).is_err() {
+                        break;
+                    }
+                    self.watched = wanted;
                 }
             }
-            self.watched = Some(target);
         }
-        let on_dir = |w: &Option<DirId>| w.as_ref().is_some_and(|w| w.0 == self.dir);
-        (forced || self.watched != before) && (on_dir(&self.watched) || on_dir(&before))
+        let on_dir = |ws: &[Watch]| ws.iter().any(|w| w.exact && w.path == self.dir);
+        if !((forced || self.watched != before) && (on_dir(&self.watched) || on_dir(&before))) {
+            Rewatch::None
+        } else if !forced && dirs(&self.watched) == dirs(&before) {
+            Rewatch::File
+        } else {
+            Rewatch::All
+        }
+    }
+
+    /// Watches `wanted`. When only the file changed (it was rotated), its
+    /// watch is swapped on the live backend: the directories stay watched
+    /// throughout and a rotation costs no new backend. Otherwise a fresh
+    /// backend, not unwatch + watch: after a watched directory is deleted,
+    /// notify keeps its path registered, and watching the recreated directory
+    /// under that path silently adds nothing.
+    fn install(&mut self, wanted: &[Watch]) -> notify::Result<()> {
+        let keep_dirs = !self.watched.is_empty() && dirs(wanted) == dirs(&self.watched);
+        if let (true, Some(backend)) = (keep_dirs, self.watcher.as_mut()) {
+            // Unwatch first, so a late event for the old file cannot remove
+            // the new watch (notify keys its watches by path). It may already
+            // be gone with its file.
+            for w in files(&self.watched) {
+                let _ = backend.unwatch(&w.path);
+            }
+        } else {
+            self.watcher = None;
+            for w in dirs(wanted) {
+                self.watch(&w.path)?;
+            }
+        }
+        for w in files(wanted) {
+            self.watch(&w.path)?;
+        }
+        Ok(())
     }
 
     fn watch(&mut self, path: &Path) -> notify::Result<()> {
@@ -345,21 +627,42 @@ mod tests {
     use super::*;
     use notify::event::{AccessKind, CreateKind, Flag, ModifyKind, RemoveKind, RenameMode};
     use notify::Event;
+    use std::os::unix::fs::symlink;
 
-    fn watching(dir: &str) -> Loop {
+    fn dir(path: &str, exact: bool) -> Watch {
+        Watch {
+            path: PathBuf::from(path),
+            dev: 1,
+            ino: path.len() as u64,
+            is_dir: true,
+            exact,
+            ancestor: !exact,
+        }
+    }
+
+    /// A loop watching `/d` for the map `/d/m.json`, with `watched` and `entries`.
+    fn watching(path: &str, watched: Vec<Watch>, entries: &[&str]) -> Loop {
         let (tx, _rx) = mpsc::channel();
+        let path = PathBuf::from(path);
         Loop {
-            dir: PathBuf::from(dir),
-            name: "m.json".into(),
+            dir: path.parent().unwrap().to_path_buf(),
+            path,
             mode: WatchMode::Auto,
             poll_interval: Duration::from_secs(1),
             tx,
             backend: Arc::new(AtomicU8::new(0)),
             watcher: None,
-            watched: Some((PathBuf::from(dir), 1, 1)),
+            watched,
+            entries: entries.iter().map(PathBuf::from).collect(),
+            stamp: None,
+            recheck: false,
             on_trigger: Box::new(|_| {}),
             on_fallback: Box::new(|_| {}),
         }
+    }
+
+    fn plain() -> Loop {
+        watching("/d/m.json", vec![dir("/d", true)], &["/d/m.json"])
     }
 
     fn ev(kind: EventKind, paths: &[&str]) -> notify::Result<Event> {
@@ -370,66 +673,235 @@ mod tests {
         Ok(e)
     }
 
+    const CHANGED: Seen = Seen {
+        changed: true,
+        moved: false,
+        gone: false,
+    };
+    const NOTHING: Seen = Seen {
+        changed: false,
+        moved: false,
+        gone: false,
+    };
+
     #[test]
     fn a_rename_onto_the_map_is_a_change() {
-        let l = watching("/d");
         let both = EventKind::Modify(ModifyKind::Name(RenameMode::Both));
-        assert_eq!(
-            l.classify(&ev(both, &["/d/m.json.tmp", "/d/m.json"])),
-            (true, false)
-        );
+        let seen = plain().classify(&ev(both, &["/d/m.json.tmp", "/d/m.json"]));
+        assert_eq!(seen, CHANGED);
     }
 
     #[test]
     fn other_files_and_our_own_reads_are_ignored() {
-        let l = watching("/d");
+        let l = plain();
         let create = EventKind::Create(CreateKind::File);
-        assert_eq!(
-            l.classify(&ev(create, &["/d/m.json.tmp-1"])),
-            (false, false)
-        );
-        assert_eq!(l.classify(&ev(create, &["/d/4913"])), (false, false));
+        assert_eq!(l.classify(&ev(create, &["/d/m.json.tmp-1"])), NOTHING);
+        assert_eq!(l.classify(&ev(create, &["/d/4913"])), NOTHING);
         let access = EventKind::Access(AccessKind::Any);
-        assert_eq!(l.classify(&ev(access, &["/d/m.json"])), (false, false));
+        assert_eq!(l.classify(&ev(access, &["/d/m.json"])), NOTHING);
     }
 
     #[test]
     fn kubernetes_data_links_are_changes() {
-        let l = watching("/d");
         let create = EventKind::Create(CreateKind::Any);
-        assert_eq!(l.classify(&ev(create, &["/d/..data_tmp"])), (true, false));
+        assert_eq!(plain().classify(&ev(create, &["/d/..data_tmp"])), CHANGED);
     }
 
     #[test]
     fn the_directory_itself_going_away_moves_the_watch() {
-        let l = watching("/d");
         let remove = EventKind::Remove(RemoveKind::Folder);
-        assert_eq!(l.classify(&ev(remove, &["/d"])), (false, true));
+        assert_eq!(
+            plain().classify(&ev(remove, &["/d"])),
+            EVERYTHING.without_change()
+        );
     }
 
     #[test]
     fn a_chmod_of_the_directory_itself_is_a_change() {
-        let l = watching("/d");
         let attrib = EventKind::Modify(ModifyKind::Metadata(notify::event::MetadataKind::Any));
-        assert_eq!(l.classify(&ev(attrib, &["/d"])), (true, false));
+        assert_eq!(plain().classify(&ev(attrib, &["/d"])), CHANGED);
     }
 
     #[test]
     fn a_queue_overflow_means_rescan_everything() {
-        let l = watching("/d");
+        let l = plain();
         let overflow = Event::new(EventKind::Other).set_flag(Flag::Rescan);
-        assert_eq!(l.classify(&Ok(overflow)), (true, true));
+        assert_eq!(l.classify(&Ok(overflow)), EVERYTHING);
         assert_eq!(
             l.classify(&Err(notify::Error::generic("queue overflow"))),
-            (true, true)
+            EVERYTHING
         );
     }
 
     #[test]
     fn while_watching_an_ancestor_any_event_may_be_the_directory_appearing() {
-        let mut l = watching("/d/sub");
-        l.watched = Some((PathBuf::from("/d"), 1, 1));
+        let l = watching("/d/sub/m.json", vec![dir("/d", false)], &["/d/sub/m.json"]);
         let create = EventKind::Create(CreateKind::Folder);
-        assert_eq!(l.classify(&ev(create, &["/d/sub"])), (false, true));
+        let seen = l.classify(&ev(create, &["/d/sub"]));
+        assert_eq!(
+            seen,
+            Seen {
+                moved: true,
+                ..NOTHING
+            }
+        );
+    }
+
+    #[test]
+    fn events_on_the_links_and_the_file_of_the_chain_are_changes() {
+        // /d/m.json -> /e/hop -> /f/real.json, the file itself watched too.
+        let mut file = dir("/f/real.json", true);
+        file.is_dir = false;
+        let l = watching(
+            "/d/m.json",
+            vec![dir("/d", true), dir("/e", true), dir("/f", true), file],
+            &["/d/m.json", "/e/hop", "/f/real.json"],
+        );
+        let both = EventKind::Modify(ModifyKind::Name(RenameMode::Both));
+        assert_eq!(l.classify(&ev(both, &["/e/hop.tmp", "/e/hop"])), CHANGED);
+        assert_eq!(
+            l.classify(&ev(both, &["/f/real.json.tmp-1", "/f/real.json"])),
+            CHANGED
+        );
+        let data = EventKind::Modify(ModifyKind::Data(notify::event::DataChange::Any));
+        assert_eq!(l.classify(&ev(data, &["/f/real.json"])), CHANGED);
+        let create = EventKind::Create(CreateKind::File);
+        assert_eq!(l.classify(&ev(create, &["/f/other.json"])), NOTHING);
+        // The file's own watch when it is rotated away: a change, not a lost directory.
+        let removed = EventKind::Remove(RemoveKind::File);
+        assert_eq!(l.classify(&ev(removed, &["/f/real.json"])), CHANGED);
+        let gone = EventKind::Remove(RemoveKind::Folder);
+        assert_eq!(l.classify(&ev(gone, &["/f"])), EVERYTHING.without_change());
+    }
+
+    impl Seen {
+        fn without_change(self) -> Seen {
+            Seen {
+                changed: false,
+                ..self
+            }
+        }
+    }
+
+    fn tmpdir(name: &str) -> PathBuf {
+        let d =
+            std::env::temp_dir().join(format!("claw-identity-watch-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        // Through real directories, as resolve_chain reports them.
+        std::fs::canonicalize(&d).unwrap()
+    }
+
+    #[test]
+    fn a_plain_file_has_no_links() {
+        let d = tmpdir("plain");
+        std::fs::write(d.join("m.json"), "{}").unwrap();
+        let c = resolve_chain(&d.join("m.json"));
+        assert_eq!(
+            c,
+            Chain {
+                links: vec![],
+                target: d.join("m.json")
+            }
+        );
+    }
+
+    #[test]
+    fn a_chain_lists_every_link_and_where_it_ends() {
+        let d = tmpdir("chain");
+        for sub in ["a", "b", "c"] {
+            std::fs::create_dir(d.join(sub)).unwrap();
+        }
+        std::fs::write(d.join("c/real.json"), "{}").unwrap();
+        symlink("../c/real.json", d.join("b/hop")).unwrap(); // relative, with ..
+        symlink(d.join("b/hop"), d.join("a/m.json")).unwrap(); // absolute
+        let c = resolve_chain(&d.join("a/m.json"));
+        assert_eq!(c.links, vec![d.join("a/m.json"), d.join("b/hop")]);
+        assert_eq!(c.target, d.join("c/real.json"));
+        assert_eq!(c.target, std::fs::canonicalize(d.join("a/m.json")).unwrap());
+    }
+
+    #[test]
+    fn a_link_in_a_directory_component_counts_too() {
+        // Kubernetes: m.json -> ..data/m.json, ..data -> ..2026_1
+        let d = tmpdir("k8s");
+        std::fs::create_dir(d.join("..2026_1")).unwrap();
+        std::fs::write(d.join("..2026_1/m.json"), "{}").unwrap();
+        symlink("..2026_1", d.join("..data")).unwrap();
+        symlink("..data/m.json", d.join("m.json")).unwrap();
+        let c = resolve_chain(&d.join("m.json"));
+        assert_eq!(c.links, vec![d.join("m.json"), d.join("..data")]);
+        assert_eq!(c.target, d.join("..2026_1/m.json"));
+    }
+
+    #[test]
+    fn a_dangling_link_ends_where_it_points() {
+        let d = tmpdir("dangling");
+        symlink("gone/real.json", d.join("m.json")).unwrap();
+        let c = resolve_chain(&d.join("m.json"));
+        assert_eq!(c.links, vec![d.join("m.json")]);
+        assert_eq!(c.target, d.join("gone/real.json"));
+    }
+
+    #[test]
+    fn a_link_loop_ends() {
+        let d = tmpdir("loop");
+        symlink("b", d.join("a")).unwrap();
+        symlink("a", d.join("b")).unwrap();
+        let c = resolve_chain(&d.join("a"));
+        assert_eq!(c.links.len(), 40);
+    }
+
+    #[test]
+    fn targets_cover_each_directory_of_the_chain_once_and_the_file() {
+        let d = tmpdir("targets");
+        std::fs::create_dir(d.join("links")).unwrap();
+        std::fs::create_dir(d.join("real")).unwrap();
+        std::fs::write(d.join("real/m.json"), "{}").unwrap();
+        symlink("../real/m.json", d.join("links/hop")).unwrap();
+        symlink("hop", d.join("links/m.json")).unwrap();
+        let l = watching(d.join("links/m.json").to_str().unwrap(), vec![], &[]);
+        let (watches, entries) = l.targets();
+        let paths: Vec<_> = watches.iter().map(|w| (w.path.clone(), w.is_dir)).collect();
+        assert_eq!(
+            paths,
+            vec![
+                (d.join("links"), true),
+                (d.join("real"), true),
+                (d.join("real/m.json"), false)
+            ]
+        );
+        assert!(watches.iter().all(|w| w.exact && !w.ancestor));
+        assert_eq!(
+            entries,
+            vec![
+                d.join("links/m.json"),
+                d.join("links/hop"),
+                d.join("real/m.json")
+            ]
+        );
+        // A missing directory of the chain is watched through its ancestor.
+        std::fs::remove_dir_all(d.join("real")).unwrap();
+        let (watches, _) = l.targets();
+        assert_eq!(watches.len(), 2);
+        assert_eq!(watches[0].path, d.join("links"));
+        assert_eq!(
+            (watches[1].path.clone(), watches[1].ancestor),
+            (d.clone(), true)
+        );
+    }
+
+    #[test]
+    fn a_stamp_taken_right_after_a_change_is_looked_at_again() {
+        let s = Stamp {
+            dev: 1,
+            ino: 1,
+            size: 1,
+            mtime_ns: 1_000_000_000,
+            ctime_ns: 2_000_000_000,
+        };
+        assert!(racy(Some(s), 2_000_000_000 + 1_000_000));
+        assert!(!racy(Some(s), 2_000_000_000 + 500_000_000));
+        assert!(!racy(None, 0));
     }
 }
