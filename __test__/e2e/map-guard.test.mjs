@@ -114,41 +114,45 @@ describe("the token map out of the models' reach (issue 15)", () => {
   };
   const mapState = () => ({ bytes: fs.readFileSync(s.map), ino: fs.statSync(s.map).ino, dir: fs.readdirSync(s.mapDir).sort() });
 
-  /** Plays a script of path-tool calls in one turn; each result must be a map-access refusal. */
-  async function refusedAll(scenario) {
-    const expected = s.scripts[scenario].length;
+  /**
+   * Plays a script of path-tool calls in one turn. Returns the calls whose
+   * result the model saw is not a map-access refusal (scrubbed), and throws
+   * if the model did not make every call.
+   */
+  async function notRefused(scenario) {
     const tag = nonce();
     await turn(FRANCIS, `Look at the secrets. ${marker(scenario, { tag })}`);
-    const results = s.model.toolResultsFor(scenario, { tag });
-    assert.deepEqual(
-      results.map((r) => r.name),
-      s.model.requestsFor(scenario, { tag }).filter((r) => r.decision.kind === "tool").map((r) => r.decision.name),
-      "every call the model made has a result",
-    );
     const calls = s.model.requestsFor(scenario, { tag }).filter((r) => r.decision.kind === "tool").map((r) => r.decision);
+    const results = s.model.toolResultsFor(scenario, { tag });
+    const expected = s.scripts[scenario].length;
     assert.equal(calls.length, expected, `the model made ${calls.length} of ${expected} calls; errors: ${s.model.errors.join("; ")}`);
-    const notRefused = [];
+    assert.equal(results.length, expected, `${results.length} of ${expected} calls have a result`);
+    const out = [];
     results.forEach((r, i) => {
       const call = calls[i];
       const what = `${call.inner ?? call.name} ${h.scrub(JSON.stringify(call.inner ? call.args.args : call.args)).slice(0, 160)}`;
-      if (!strings(r.result).some((t) => t.includes("map-access: "))) notRefused.push(`${what} -> ${h.scrub(String(r.result)).slice(0, 300)}`);
+      if (!strings(r.result).some((t) => t.includes("map-access: "))) out.push(`${what} -> ${h.scrub(String(r.result)).slice(0, 300)}`);
     });
-    assert.deepEqual(notRefused, [], "calls not refused by map-access");
+    return out;
   }
 
   it("map-access: read, ls, write, edit and apply_patch on the map are refused, through an absolute path, ~, .. and symlinks; the map is unchanged", async () => {
     const before = mapState();
+    let missed;
+    let now;
     try {
-      await refusedAll("mapreads");
-      await refusedAll("mapwrites");
+      // Both turns run before asserting, so a failure lists every call that got through.
+      missed = [...(await notRefused("mapreads")), ...(await notRefused("mapwrites"))];
     } finally {
-      const now = mapState();
+      now = mapState();
       // A failed guard must not cascade into the other cases: put the map back.
       if (!now.bytes.equals(before.bytes) || now.ino !== before.ino) h.writeTokenMap(s.run, s.tokens);
-      assert.ok(now.bytes.equals(before.bytes), "the map's content changed");
-      assert.equal(now.ino, before.ino, "the map was replaced (new inode)");
-      assert.deepEqual(now.dir, before.dir, "the map's directory changed");
     }
+    assert.deepEqual(
+      { missed, sameContent: now.bytes.equals(before.bytes), sameInode: now.ino === before.ino, mapDir: now.dir },
+      { missed: [], sameContent: true, sameInode: true, mapDir: before.dir },
+      "calls not refused by map-access, or the map or its directory changed",
+    );
   });
 
   it("redaction: exec cat of the map reaches the model with fingerprints, in any letter case, and no token", async () => {
