@@ -104,11 +104,75 @@ impl Applied {
 /// The JS-facing half of one layer: the core `Layer`, and what it calls back.
 struct Inner {
     layer: Layer,
+    /// The property names every call reads, as internalized JS strings: a
+    /// name given as C text is looked up in V8's string table on every read
+    /// (about a quarter of a call, measured).
+    keys: Keys,
+    /// `bridge/copy.js`, compiled in this layer's env.
+    copy: FunctionRef<Js, Js>,
     logger: JsLogger,
     pending: bridge::host::Pending,
     sessions: RefCell<Option<JsSessions>>,
     applied: RefCell<Applied>,
     warned_untrusted: Cell<bool>,
+}
+
+/// The property names `Keys` holds, by index.
+#[derive(Clone, Copy)]
+enum Name {
+    ToolName = 0,
+    Params = 1,
+    AgentId = 2,
+    SessionKey = 3,
+    ToolCallId = 4,
+}
+
+/// A JS array of the property names every call reads, kept alive by a
+/// reference (a string itself can't be referenced in Node-API 8).
+struct Keys {
+    env: napi::sys::napi_env,
+    array: napi::sys::napi_ref,
+}
+
+impl Keys {
+    fn new(env: &Env) -> Result<Keys> {
+        let array: Js =
+            env.run_script(r#"["toolName", "params", "agentId", "sessionKey", "toolCallId"]"#)?;
+        let mut r = std::ptr::null_mut();
+        // SAFETY: a plain N-API call on a live array of this env.
+        let status = unsafe { napi::sys::napi_create_reference(env.raw(), array.raw(), 1, &mut r) };
+        if status != napi::sys::Status::napi_ok {
+            return Err(Error::from_reason(
+                "claw-identity: cannot keep the property names",
+            ));
+        }
+        Ok(Keys {
+            env: env.raw(),
+            array: r,
+        })
+    }
+
+    fn get(&self, env: &Env) -> Result<Js> {
+        let mut v = std::ptr::null_mut();
+        // SAFETY: the reference is live until `drop`.
+        let status = unsafe { napi::sys::napi_get_reference_value(env.raw(), self.array, &mut v) };
+        if status != napi::sys::Status::napi_ok || v.is_null() {
+            return Err(Error::from_reason(
+                "claw-identity: the property names are gone",
+            ));
+        }
+        // SAFETY: `v` is a live value of this env.
+        Ok(unsafe { Js::from_raw(env.raw(), v) })
+    }
+}
+
+impl Drop for Keys {
+    fn drop(&mut self) {
+        // A layer is dropped on its JS thread (by a finalizer or the env's
+        // teardown), where its env is still valid.
+        // SAFETY: the reference was made in `env` and is deleted once.
+        unsafe { napi::sys::napi_delete_reference(self.env, self.array) };
+    }
 }
 
 /// The options object split into what Rust parses and the JS objects the
@@ -187,8 +251,14 @@ impl Inner {
         let layer = Layer::new(opts, log).map_err(|e| {
             Error::from_reason(format!("claw-identity: cannot start the map watcher: {e}"))
         })?;
+        let copy = env
+            .run_script::<_, Function<Js, Js>>(copy_source(&opts_slots(&options.json)?))?
+            .create_ref()?;
+        let keys = Keys::new(env)?;
         let inner = Rc::new(Inner {
             layer,
+            keys,
+            copy,
             logger,
             pending,
             sessions: RefCell::new(sessions),
@@ -278,7 +348,9 @@ impl Inner {
     ) -> Result<Js> {
         let raw = env.raw();
         let engine = self.layer.engine();
-        let tool = match event.get(c"toolName")? {
+        let keys = self.keys.get(env)?;
+        let key = |k: Name| keys.get_index(k as u32);
+        let tool = match event.get_by(key(Name::ToolName)?)? {
             Some(t) => t.host_str()?,
             None => None,
         };
@@ -290,16 +362,16 @@ impl Inner {
         if PANIC_TEST.load(Ordering::Relaxed) && tool == "__panic__" {
             panic!("the panic test tool");
         }
-        let ctx_str = |name: &std::ffi::CStr| -> Result<Option<String>> {
-            match ctx.get(name)? {
+        let ctx_str = |name: Name| -> Result<Option<String>> {
+            match ctx.get_by(key(name)?)? {
                 Some(v) => v.host_str(),
                 None => Ok(None),
             }
         };
-        let agent_id = ctx_str(c"agentId")?;
-        let session_key = ctx_str(c"sessionKey")?;
+        let agent_id = ctx_str(Name::AgentId)?;
+        let session_key = ctx_str(Name::SessionKey)?;
 
-        let raw_params = event.get_unchecked(c"params")?;
+        let raw_params = event.get_key(key(Name::Params)?)?;
         let (params_obj, not_object) = match raw_params.kind()? {
             Kind::Object => (Some(raw_params), false),
             Kind::Undefined | Kind::Null => (None, false),
@@ -334,9 +406,9 @@ impl Inner {
         let call_id = if mode == Mode::Plain {
             None
         } else {
-            match event.get_unchecked(c"toolCallId")?.host_str()? {
+            match event.get_key(key(Name::ToolCallId)?)?.host_str()? {
                 Some(id) => Some(id),
-                None => ctx_str(c"toolCallId")?,
+                None => ctx_str(Name::ToolCallId)?,
             }
         };
         let key = self.applied.borrow().key(&call, call_id.as_deref());
@@ -393,8 +465,8 @@ impl Inner {
         let clear = present(raw, params, &d.clear)?;
         match &d.verdict {
             Verdict::Pass if clear.is_empty() => Js::undefined(raw),
-            Verdict::Pass => params_result(env, copy_with(raw, params, &[], &clear)?),
-            Verdict::Rewrite(patch) => params_result(env, copy_with(raw, params, patch, &clear)?),
+            Verdict::Pass => self.params_result(env, params, &[], &clear),
+            Verdict::Rewrite(patch) => self.params_result(env, params, patch, &clear),
             Verdict::Block(reason) => block_result(env, reason),
             Verdict::RequireApproval { title, description } => {
                 // OpenClaw's requireApproval shape. Per call only: a standing
@@ -420,6 +492,75 @@ impl Inner {
                 Ok(out)
             }
         }
+    }
+
+    /// `{ params }`: a copy of `params` with `set` defined and `clear` set to
+    /// `undefined` (OpenClaw spreads hook params over the original, so an
+    /// absent key would let the model's value back in).
+    fn params_result(
+        &self,
+        env: &Env,
+        params: Option<Js>,
+        set: &[(String, Value)],
+        clear: &[String],
+    ) -> Result<Js> {
+        let raw = env.raw();
+        let n = set.len() + clear.len();
+        if n > 3 {
+            return params_result(env, copy_with(raw, params, set, clear)?);
+        }
+        let undefined = Js::undefined(raw)?;
+        let mut pairs: Vec<(&str, Js)> = Vec::with_capacity(n);
+        for (k, v) in set {
+            pairs.push((k, Js::json(raw, v)?));
+        }
+        for k in clear {
+            pairs.push((k, undefined));
+        }
+        // The layer's slots (the token, the conversation id), in slot order,
+        // take the copy's constant-key cases.
+        let slots = &self.layer.engine().interest().slots;
+        let slot = |i: usize| {
+            slots
+                .get(i)
+                .map(String::as_str)
+                .filter(|s| *s != "__proto__")
+        };
+        let value = |name: Option<&str>| {
+            pairs
+                .iter()
+                .find(|(k, _)| Some(*k) == name)
+                .map(|(_, v)| *v)
+        };
+        let (t, c) = (value(slot(0)), value(slot(1)));
+        let fast = match (t, c) {
+            (Some(t), None) if n == 1 => Some((-1.0, t, undefined)),
+            (None, Some(c)) if n == 1 => Some((-2.0, c, undefined)),
+            (Some(t), Some(c)) if n == 2 => Some((-3.0, t, c)),
+            _ => None,
+        };
+        let args = match fast {
+            Some((case, a, b)) => vec![
+                params.unwrap_or(undefined),
+                Js::from_f64(raw, case)?,
+                undefined,
+                a,
+                undefined,
+                b,
+            ],
+            None => {
+                let mut args = vec![params.unwrap_or(undefined), Js::from_f64(raw, n as f64)?];
+                for (k, v) in pairs {
+                    args.push(Js::string(raw, k)?);
+                    args.push(v);
+                }
+                args
+            }
+        };
+        let f = self.copy.borrow_back(env)?;
+        // SAFETY: a live function of this env.
+        let f = unsafe { Js::from_raw(raw, Function::to_napi_value(raw, f)?) };
+        f.call(undefined, &args).map_err(Error::from_reason)
     }
 
     /// A delegation session must exist before the send runs: returns a
@@ -521,6 +662,25 @@ impl Inner {
             token_map_path: s.token_map_path,
         }
     }
+}
+
+/// The slot names of these options (the token param, the conversation param).
+fn opts_slots(json: &str) -> Result<Vec<String>> {
+    let opts = Options::from_json(json).map_err(invalid)?;
+    Ok(engine::Engine::new(opts).interest().slots.clone())
+}
+
+/// `bridge/copy.js` with the slot names as JS string literals. A slot named
+/// `__proto__` would set the prototype as a literal key: it is written as a
+/// key no call has (its rewrites then take the computed-key cases).
+fn copy_source(slots: &[String]) -> String {
+    let literal = |i: usize| match slots.get(i) {
+        Some(s) if s != "__proto__" => serde_json::to_string(s).unwrap_or_default(),
+        _ => "\"\\u0000claw-identity-unused\"".to_owned(),
+    };
+    include_str!("bridge/copy.js")
+        .replace("TOKEN:", &format!("{}:", literal(0)))
+        .replace("CONVERSATION:", &format!("{}:", literal(1)))
 }
 
 /// What the params must hold after the decision `d`: its rewrite, its
@@ -646,14 +806,29 @@ impl IdentityLayer {
 /// Per JS thread (each worker has its own): the layer `configure` made.
 #[derive(Default)]
 struct ThreadState {
-    shared: Option<(String, Reference<IdentityLayer>)>,
+    shared: RefCell<Option<(String, Reference<IdentityLayer>)>>,
 }
 
-fn thread_state(env: &Env) -> Result<&'static mut ThreadState> {
+impl ThreadState {
+    /// The layer in force, configured with defaults on first use.
+    fn layer(&self, env: &Env) -> Result<Rc<Inner>> {
+        if self.shared.borrow().is_none() {
+            configure(*env, None)?;
+        }
+        let shared = self.shared.borrow();
+        let (_, layer) = shared
+            .as_ref()
+            .ok_or_else(|| Error::from_reason("claw-identity: not configured"))?;
+        Ok(layer.inner.clone())
+    }
+}
+
+fn thread_state(env: &Env) -> Result<&'static ThreadState> {
     if env.get_instance_data::<ThreadState>()?.is_none() {
         env.set_instance_data(ThreadState::default(), (), |_| {})?;
     }
     env.get_instance_data::<ThreadState>()?
+        .map(|s| &*s)
         .ok_or_else(|| Error::from_reason("claw-identity: no per-thread state"))
 }
 
@@ -664,7 +839,7 @@ fn thread_state(env: &Env) -> Result<&'static mut ThreadState> {
 pub fn configure(env: Env, options: Option<Js>) -> Result<Reference<IdentityLayer>> {
     let options = js_options(options)?;
     let state = thread_state(&env)?;
-    if let Some((key, layer)) = &state.shared {
+    if let Some((key, layer)) = &*state.shared.borrow() {
         if *key == options.json {
             if let Some(store) = options.sessions {
                 layer.inner.attach_sessions(&env, store)?;
@@ -677,44 +852,121 @@ pub fn configure(env: Env, options: Option<Js>) -> Result<Reference<IdentityLaye
         inner: Inner::new(&env, &options)?,
     };
     let next = IdentityLayer::into_reference(next, env)?;
-    if let Some((_, old)) = state.shared.replace((options.json, next.clone(env)?)) {
+    let old = state
+        .shared
+        .borrow_mut()
+        .replace((options.json, next.clone(env)?));
+    if let Some((_, old)) = old {
         old.inner.layer.close();
     }
     Ok(next)
 }
 
-fn shared(env: &Env) -> Result<Rc<Inner>> {
-    let state = thread_state(env)?;
-    if state.shared.is_none() {
-        configure(*env, None)?;
+/// `beforeToolCall(event, ctx)` and `safetyNet(event, ctx)` of the module:
+/// the plugin's trusted policy and its ordinary hook, on every tool call of
+/// every agent. Raw N-API callbacks, with this thread's state as their data:
+/// a `#[napi]` function costs about 80-100 ns more per call here, and these
+/// are the budgeted paths (BENCHMARKS.md).
+unsafe extern "C" fn raw_before_tool_call(
+    env: napi::sys::napi_env,
+    info: napi::sys::napi_callback_info,
+) -> napi::sys::napi_value {
+    raw_hook(env, info, Mode::Policy)
+}
+
+unsafe extern "C" fn raw_safety_net(
+    env: napi::sys::napi_env,
+    info: napi::sys::napi_callback_info,
+) -> napi::sys::napi_value {
+    raw_hook(env, info, Mode::SafetyNet)
+}
+
+/// # Safety
+/// Called by N-API only, with the `ThreadState` the function was made with.
+unsafe fn raw_hook(
+    env: napi::sys::napi_env,
+    info: napi::sys::napi_callback_info,
+    mode: Mode,
+) -> napi::sys::napi_value {
+    use napi::sys;
+    let r = catch_unwind(AssertUnwindSafe(|| -> Result<Js> {
+        let (mut argc, mut argv, mut data) =
+            (2usize, [std::ptr::null_mut(); 2], std::ptr::null_mut());
+        // SAFETY: `info` is this callback's; N-API fills missing args with undefined.
+        let status = unsafe {
+            sys::napi_get_cb_info(
+                env,
+                info,
+                &mut argc,
+                argv.as_mut_ptr(),
+                std::ptr::null_mut(),
+                &mut data,
+            )
+        };
+        if status != sys::Status::napi_ok || data.is_null() {
+            return Err(Error::from_reason(
+                "claw-identity: cannot read the hook's arguments",
+            ));
+        }
+        // SAFETY: `data` is the thread's `ThreadState`, which lives as long as the env.
+        let state = unsafe { &*(data as *const ThreadState) };
+        let env = Env::from_raw(env);
+        // SAFETY: the arguments are live for this callback.
+        let (event, ctx) = unsafe {
+            (
+                Js::from_raw(env.raw(), argv[0]),
+                Js::from_raw(env.raw(), argv[1]),
+            )
+        };
+        state.layer(&env)?.before_tool_call(&env, event, ctx, mode)
+    }));
+    let msg = match r {
+        Ok(Ok(v)) => return v.raw(),
+        Ok(Err(e)) => e.reason,
+        Err(_) => "a panic".to_owned(),
+    };
+    // Only when not even the fail-closed answer could be built: OpenClaw
+    // blocks a call whose hook throws.
+    let msg = std::ffi::CString::new(format!("claw-identity: {}", redact::scrub(&msg)))
+        .unwrap_or_default();
+    // SAFETY: plain N-API call on this callback's env.
+    unsafe { sys::napi_throw_error(env, std::ptr::null(), msg.as_ptr()) };
+    std::ptr::null_mut()
+}
+
+/// A raw function for `exports[name]`, with `state` as its data.
+fn raw_function(
+    env: &Env,
+    name: &str,
+    cb: unsafe extern "C" fn(
+        napi::sys::napi_env,
+        napi::sys::napi_callback_info,
+    ) -> napi::sys::napi_value,
+    state: &'static ThreadState,
+) -> Result<Js> {
+    let mut f = std::ptr::null_mut();
+    // SAFETY: a plain N-API call; `state` outlives every call of the function.
+    let status = unsafe {
+        napi::sys::napi_create_function(
+            env.raw(),
+            name.as_ptr().cast(),
+            name.len() as isize,
+            Some(cb),
+            state as *const ThreadState as *mut std::ffi::c_void,
+            &mut f,
+        )
+    };
+    if status != napi::sys::Status::napi_ok {
+        return Err(Error::from_reason(format!(
+            "claw-identity: cannot create {name}()"
+        )));
     }
-    let (_, layer) = thread_state(env)?
-        .shared
-        .as_ref()
-        .ok_or_else(|| Error::from_reason("claw-identity: not configured"))?;
-    Ok(layer.inner.clone())
+    // SAFETY: `f` is a function just created in this env.
+    Ok(unsafe { Js::from_raw(env.raw(), f) })
 }
 
-/// `beforeToolCall` of this thread's process-wide layer (configured with
-/// defaults if `configure` was never called). This is the plugin's trusted
-/// tool policy.
-#[napi(
-    catch_unwind,
-    ts_args_type = "event: ToolCallEvent, ctx?: ToolCallContext"
-)]
-pub fn before_tool_call(env: Env, event: Js, ctx: Js) -> Result<Js> {
-    shared(&env)?.before_tool_call(&env, event, ctx, Mode::Policy)
-}
-
-/// The plugin's ordinary `before_tool_call` hook: passes a call the trusted
-/// policy already decided when the call holds exactly what it decided, and
-/// decides (and warns once) otherwise.
-#[napi(
-    catch_unwind,
-    ts_args_type = "event: ToolCallEvent, ctx?: ToolCallContext"
-)]
-pub fn safety_net(env: Env, event: Js, ctx: Js) -> Result<Js> {
-    shared(&env)?.before_tool_call(&env, event, ctx, Mode::SafetyNet)
+fn shared(env: &Env) -> Result<Rc<Inner>> {
+    thread_state(env)?.layer(env)
 }
 
 /// The plugin's tool-result middleware: `{ result }` with every token of the
@@ -742,17 +994,26 @@ pub fn redact_tool_result(env: Env, event: Js) -> Result<Js> {
 /// Stats of the process-wide layer, or `undefined` before `configure`.
 #[napi(catch_unwind)]
 pub fn stats(env: Env) -> Result<Either<NativeStats, ()>> {
-    Ok(match thread_state(&env)?.shared.as_ref() {
+    Ok(match &*thread_state(&env)?.shared.borrow() {
         Some((_, l)) => Either::A(l.inner.stats()),
         None => Either::B(()),
     })
 }
 
 #[napi(module_exports)]
-pub fn init(_exports: Object) -> Result<()> {
+pub fn init(mut exports: Object, env: Env) -> Result<()> {
     if std::env::var_os("CLAW_IDENTITY_PANIC_TEST").is_some_and(|v| v == "1") {
         PANIC_TEST.store(true, Ordering::Relaxed);
     }
+    let state = thread_state(&env)?;
+    exports.set(
+        "beforeToolCall",
+        raw_function(&env, "beforeToolCall", raw_before_tool_call, state)?,
+    )?;
+    exports.set(
+        "safetyNet",
+        raw_function(&env, "safetyNet", raw_safety_net, state)?,
+    )?;
     Ok(())
 }
 

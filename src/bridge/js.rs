@@ -99,6 +99,17 @@ impl Js {
         Ok(Js { env, raw })
     }
 
+    pub fn from_f64(env: sys::napi_env, n: f64) -> Result<Js> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: a plain N-API call on the callback's env.
+        check(
+            env,
+            unsafe { sys::napi_create_double(env, n, &mut raw) },
+            "create_double",
+        )?;
+        Ok(Js { env, raw })
+    }
+
     pub fn array(env: sys::napi_env, len: u32) -> Result<Js> {
         let mut raw = ptr::null_mut();
         // SAFETY: a plain N-API call on the callback's env.
@@ -177,10 +188,49 @@ impl Js {
         })
     }
 
+    /// `kind`, with binary data and dates (objects, but not plain JSON
+    /// objects) as `Other`: for walking a value deeply.
+    pub fn deep_kind(self) -> Result<Kind> {
+        let kind = self.kind()?;
+        if kind != Kind::Object {
+            return Ok(kind);
+        }
+        type Predicate =
+            unsafe extern "C" fn(sys::napi_env, sys::napi_value, *mut bool) -> sys::napi_status;
+        let is = |f: Predicate| {
+            let mut yes = false;
+            // SAFETY: a plain N-API predicate on a live value.
+            check(self.env, unsafe { f(self.env, self.raw, &mut yes) }, "is_*").map(|_| yes)
+        };
+        if is(sys::napi_is_typedarray)?
+            || is(sys::napi_is_arraybuffer)?
+            || is(sys::napi_is_dataview)?
+            || is(sys::napi_is_date)?
+        {
+            return Ok(Kind::Other);
+        }
+        Ok(Kind::Object)
+    }
+
+    /// Whether the value is an object or a function (has properties to read).
+    pub fn is_object(self) -> Result<bool> {
+        let mut t = sys::ValueType::napi_undefined;
+        // SAFETY: a plain N-API call on a live value.
+        check(
+            self.env,
+            unsafe { sys::napi_typeof(self.env, self.raw, &mut t) },
+            "typeof",
+        )?;
+        Ok(matches!(
+            t,
+            sys::ValueType::napi_object | sys::ValueType::napi_function
+        ))
+    }
+
     /// `value[name]`, prototype chain included, as the tool itself reads it.
     /// `None` for a value that is not an object or a function.
     pub fn get(self, name: &std::ffi::CStr) -> Result<Option<Js>> {
-        if !matches!(self.kind()?, Kind::Object | Kind::Array | Kind::Function) {
+        if !self.is_object()? {
             return Ok(None);
         }
         self.get_unchecked(name).map(Some)
@@ -196,6 +246,15 @@ impl Js {
             "get_named_property",
         )?;
         Ok(self.wrap(raw))
+    }
+
+    /// `value[key]` (prototype chain included), or `None` when the value is
+    /// not an object or a function.
+    pub fn get_by(self, key: Js) -> Result<Option<Js>> {
+        if !self.is_object()? {
+            return Ok(None);
+        }
+        self.get_key(key).map(Some)
     }
 
     /// `value[key]` for a key that is itself a JS value (a string or a symbol).
@@ -240,6 +299,26 @@ impl Js {
     /// The string's UTF-16 code units, exactly (no replacement of lone
     /// surrogates); `None` if the value is not a string.
     pub fn utf16(self) -> Result<Option<Vec<u16>>> {
+        // Ids and names are short: one call into a stack buffer first.
+        let mut stack = [0u16; 128];
+        let mut written = 0usize;
+        // SAFETY: `stack` holds 128 units, room for the terminating NUL.
+        let status = unsafe {
+            sys::napi_get_value_string_utf16(
+                self.env,
+                self.raw,
+                stack.as_mut_ptr(),
+                stack.len(),
+                &mut written,
+            )
+        };
+        if status == sys::Status::napi_string_expected {
+            return Ok(None);
+        }
+        check(self.env, status, "get_value_string_utf16")?;
+        if written + 1 < stack.len() {
+            return Ok(Some(stack[..written].to_vec()));
+        }
         let mut len = 0usize;
         // SAFETY: a NULL buffer asks for the length only.
         let status = unsafe {
@@ -272,7 +351,14 @@ impl Js {
     /// A string for ids and names the host gives (a tool name, an agent id, a
     /// session key): a lone surrogate becomes U+FFFD, which no valid id has.
     pub fn host_str(self) -> Result<Option<String>> {
-        Ok(self.utf16()?.map(|u| String::from_utf16_lossy(&u)))
+        Ok(self.utf16()?.map(|u| {
+            // Ids and names are ASCII: narrow them without decoding.
+            if u.iter().all(|&c| c < 0x80) {
+                u.iter().map(|&c| c as u8 as char).collect()
+            } else {
+                String::from_utf16_lossy(&u)
+            }
+        }))
     }
 
     pub fn number(self) -> Result<f64> {

@@ -64,7 +64,7 @@ pub fn exact(v: Js, depth: usize) -> Result<std::result::Result<Option<Value>, &
     if depth > MAX_DEPTH {
         return Ok(Err("nested too deeply"));
     }
-    Ok(Ok(Some(match v.kind()? {
+    Ok(Ok(Some(match v.deep_kind()? {
         Kind::Undefined => return Ok(Ok(None)),
         Kind::Null => Value::Null,
         Kind::Boolean => Value::Bool(v.bool()?),
@@ -201,7 +201,7 @@ pub fn redact(
             std::borrow::Cow::Owned(clean) => Js::string(env, &clean).map(Some),
         }
     };
-    match v.kind()? {
+    match v.deep_kind()? {
         Kind::String => text(&v),
         Kind::Array => {
             let n = v.array_len()?;
