@@ -119,12 +119,12 @@ struct Inner {
 
 /// The property names `Keys` holds, by index.
 #[derive(Clone, Copy)]
-enum Name {
-    ToolName = 0,
+enum Prop {
+    Tool = 0,
     Params = 1,
-    AgentId = 2,
-    SessionKey = 3,
-    ToolCallId = 4,
+    Agent = 2,
+    Session = 3,
+    CallId = 4,
 }
 
 /// A JS array of the property names every call reads, kept alive by a
@@ -349,8 +349,8 @@ impl Inner {
         let raw = env.raw();
         let engine = self.layer.engine();
         let keys = self.keys.get(env)?;
-        let key = |k: Name| keys.get_index(k as u32);
-        let tool = match event.get_by(key(Name::ToolName)?)? {
+        let key = |k: Prop| keys.get_index(k as u32);
+        let tool = match event.get_by(key(Prop::Tool)?)? {
             Some(t) => t.host_str()?,
             None => None,
         };
@@ -362,16 +362,16 @@ impl Inner {
         if PANIC_TEST.load(Ordering::Relaxed) && tool == "__panic__" {
             panic!("the panic test tool");
         }
-        let ctx_str = |name: Name| -> Result<Option<String>> {
+        let ctx_str = |name: Prop| -> Result<Option<String>> {
             match ctx.get_by(key(name)?)? {
                 Some(v) => v.host_str(),
                 None => Ok(None),
             }
         };
-        let agent_id = ctx_str(Name::AgentId)?;
-        let session_key = ctx_str(Name::SessionKey)?;
+        let agent_id = ctx_str(Prop::Agent)?;
+        let session_key = ctx_str(Prop::Session)?;
 
-        let raw_params = event.get_key(key(Name::Params)?)?;
+        let raw_params = event.get_key(key(Prop::Params)?)?;
         let (params_obj, not_object) = match raw_params.kind()? {
             Kind::Object => (Some(raw_params), false),
             Kind::Undefined | Kind::Null => (None, false),
@@ -406,9 +406,9 @@ impl Inner {
         let call_id = if mode == Mode::Plain {
             None
         } else {
-            match event.get_key(key(Name::ToolCallId)?)?.host_str()? {
+            match event.get_key(key(Prop::CallId)?)?.host_str()? {
                 Some(id) => Some(id),
-                None => ctx_str(Name::ToolCallId)?,
+                None => ctx_str(Prop::CallId)?,
             }
         };
         let key = self.applied.borrow().key(&call, call_id.as_deref());
