@@ -1631,4 +1631,108 @@ mod tests {
             .collect();
         assert!(leaks.is_empty(), "{}", leaks.join("\n"));
     }
+
+    /// The N-API side hands the rules only `param_fields` (and
+    /// `quoted_fields`) of a call: a rule that read any other param would
+    /// decide on something else than what runs. Deciding on the whole params
+    /// and on those fields alone must agree.
+    #[test]
+    fn the_declared_param_fields_are_all_the_rules_read() {
+        let e = rules_engine(json!({}));
+        let francis = parse(format!(r#"{{"paco--francis": "{T1}"}}"#).as_bytes())
+            .unwrap()
+            .map;
+        let extra =
+            json!({"note": "x", "label2": "y", "model": "m", "timeoutSeconds": 5, "mode": "run"});
+        let cases = [
+            (
+                "sessions_send",
+                json!({"agentId": "paco--dali", "message": "hi"}),
+            ),
+            (
+                "sessions_send",
+                json!({"sessionKey": "agent:pepito--atlas:main", "message": "hi"}),
+            ),
+            (
+                "sessions_send",
+                json!({"agent_id": "paco--dali", "label": "research", "message": "m"}),
+            ),
+            (
+                "sessions_send",
+                json!({"session_key": "agent:paco--dali:DELEGATION:agent.x.y", "message": "m"}),
+            ),
+            (
+                "sessions_spawn",
+                json!({"agentId": "paco--dali", "task": "paint"}),
+            ),
+            (
+                "sessions_spawn",
+                json!({"agent_id": "pepito--atlas", "task": "t"}),
+            ),
+            ("sessions_spawn", json!({"task": "own worker"})),
+            (
+                "sessions_history",
+                json!({"sessionKey": "agent:pepito--atlas:main"}),
+            ),
+            (
+                "session_status",
+                json!({"sessionKey": "agent:paco--dali:main", "model": "x"}),
+            ),
+            (
+                "sessions",
+                json!({"action": "delete", "targets": [{"sessionKey": "agent:pepito--atlas:x"}]}),
+            ),
+            ("sessions_search", json!({"query": "q"})),
+            ("sessions_list", json!({"agentId": "pepito--atlas"})),
+            ("sessions_list", json!({})),
+            ("workboard_list", json!({"boardId": "wb_pepito"})),
+            ("workboard_board_delete", json!({"id": "wb_pepito"})),
+            (
+                "workboard_board_create",
+                json!({"id": "wb_x", "title": "t"}),
+            ),
+            (
+                "workboard_decompose",
+                json!({"id": "c", "children": [{"title": "a"}]}),
+            ),
+            ("read", json!({"path": "/etc/hostname"})),
+            (
+                "apply_patch",
+                json!({"input": "*** Begin Patch\n*** Add File: /tmp/x\n+1\n*** End Patch"}),
+            ),
+            ("claw-os__claw_notes", json!({"note": "n"})),
+        ];
+        for (tool, params) in cases {
+            let mut full = p(params.clone());
+            for (k, v) in extra.as_object().unwrap() {
+                full.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+            let read: Params = full
+                .iter()
+                .filter(|(k, _)| {
+                    e.param_fields(tool).contains(&k.as_str())
+                        || e.quoted_fields(tool).contains(&k.as_str())
+                })
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            let a = decide_on(
+                &e,
+                &francis,
+                tool,
+                Some("paco--francis"),
+                Some(FRANCIS_MAIN),
+                &full,
+            );
+            let b = decide_on(
+                &e,
+                &francis,
+                tool,
+                Some("paco--francis"),
+                Some(FRANCIS_MAIN),
+                &read,
+            );
+            assert_eq!(a.verdict, b.verdict, "{tool} {params}");
+            assert_eq!(a.rule, b.rule, "{tool} {params}");
+        }
+    }
 }

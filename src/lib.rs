@@ -252,7 +252,7 @@ impl Inner {
             Error::from_reason(format!("claw-identity: cannot start the map watcher: {e}"))
         })?;
         let copy = env
-            .run_script::<_, Function<Js, Js>>(copy_source(&opts_slots(&options.json)?))?
+            .run_script::<_, Function<Js, Js>>(copy_source(&layer.engine().interest().slots))?
             .create_ref()?;
         let keys = Keys::new(env)?;
         let inner = Rc::new(Inner {
@@ -662,12 +662,6 @@ impl Inner {
             token_map_path: s.token_map_path,
         }
     }
-}
-
-/// The slot names of these options (the token param, the conversation param).
-fn opts_slots(json: &str) -> Result<Vec<String>> {
-    let opts = Options::from_json(json).map_err(invalid)?;
-    Ok(engine::Engine::new(opts).interest().slots.clone())
 }
 
 /// `bridge/copy.js` with the slot names as JS string literals. A slot named
