@@ -2,7 +2,7 @@
 // project's beforeToolCall, interleaved in one process.
 import path from 'node:path';
 
-import { IdentityLayer, noop } from '../index.js';
+import { IdentityLayer, beforeToolCall, noop, redactToolResult } from '../index.js';
 import plugin from '../index.js';
 import { plainHook } from './baseline.mjs';
 import { interleave, median, pairedRatio, randomToken, tempDir, writeMapAtomic } from './harness.mjs';
@@ -122,7 +122,24 @@ export async function perCall({ samples, calls, clock = 'wall' }) {
       { id: 'c.large+log', vs: 'a.large', run: () => logged.beforeToolCall(ev.large, cx.owned) },
       { id: 'c.plugin+log', vs: 'a.deployed', run: () => both(ev.small, cx.owned) },
       { id: 'c.plugin.unowned', vs: 'a.unowned', run: () => both(ev.unowned, cx.unowned) },
+      // The module's own beforeToolCall, as OpenClaw calls it (the trusted policy, with the plugin's logger).
+      { id: 'm.small+log', vs: 'a.small', run: () => beforeToolCall(ev.small, cx.owned) },
+      { id: 'm.unowned', vs: 'a.unowned', run: () => beforeToolCall(ev.unowned, cx.unowned) },
     ];
+    // The tool-result middleware: every string of a result scanned for the map's tokens.
+    const text = (kb, token) => {
+      const filler = 'drwxr-xr-x 2 paco paco 4096 Dec  1 notes-2026-12-01.md\n';
+      const body = filler.repeat(Math.ceil((kb * 1024) / filler.length)).slice(0, kb * 1024 - (token ? 64 : 0));
+      return token ? body.slice(0, 512) + token + body.slice(512) : body;
+    };
+    const result = (t) => ({ toolName: 'exec', result: { content: [{ type: 'text', text: t }], details: { status: 'completed', exitCode: 0 } } });
+    const results = { k1: result(text(1)), k1t: result(text(1, map[AGENT])), k100: result(text(100)) };
+    if (redactToolResult(results.k1t)?.result?.content?.[0]?.text?.includes(map[AGENT]) !== false) throw new Error('bench: the middleware did not redact');
+    variants.push(
+      { id: 'r.1k', run: () => redactToolResult(results.k1) },
+      { id: 'r.1k.token', run: () => redactToolResult(results.k1t) },
+      { id: 'r.100k', run: () => redactToolResult(results.k100) },
+    );
     if (tokenOnly) variants.push({ id: 'c.small.token', vs: 'a.small', run: () => tokenOnly.beforeToolCall(ev.small, cx.owned) });
     if (guardsSend) {
       variants.push({ id: 'c.send', run: () => quiet.beforeToolCall(ev.send, cx.send) });

@@ -32,15 +32,20 @@ const LABELS = {
   'a.unowned': '(a) plain JS, tool it does not own',
   'a.deployed': '(a) plain JS deployed: its hook plus its own per-call log line',
   'b.noop': '(b) empty N-API call (`noop`)',
-  'c.small': '(c) owned, 5 fields',
+  'm.small+log': '(m) the module\'s beforeToolCall (the trusted policy alone), owned, 5 fields, with logger',
+  'm.unowned': '(m) the module\'s beforeToolCall, a tool it does not own',
+  'c.small': '(c) IdentityLayer.beforeToolCall (napi-rs class method), owned, 5 fields',
   'c.large': '(c) owned, 10 KB params',
-  'c.unowned': '(c) tool it does not own',
+  'c.unowned': '(c) IdentityLayer.beforeToolCall, a tool it does not own',
   'c.small+log': '(c) owned, 5 fields, with logger',
   'c.large+log': '(c) owned, 10 KB params, with logger',
   'c.small.token': '(c) owned, 5 fields, token only (conversationId off)',
   'c.plugin+log': '(c) deployed: trusted policy + safety-net hook, OpenClaw ctx, with logger (vs a deployed)',
   'c.plugin.unowned': '(c) deployed: a tool it does not own, through both tiers',
   'c.send': '(c) sessions_send through the cross-user guard',
+  'r.1k': '(r) tool-result middleware, 1 KB result, no token',
+  'r.1k.token': '(r) tool-result middleware, 1 KB result holding a token',
+  'r.100k': '(r) tool-result middleware, 100 KB result, no token',
   'c.send+log': '(c) sessions_send, with logger',
 };
 
@@ -74,11 +79,12 @@ if (want('percall')) {
     `\n"with logger": a logger that takes info lines (OpenClaw always passes one), so each owned call also logs its line; without, info lines are off, as the plain-JS design has no logging. Info lines delivered: ${r.logLines.delivered.toLocaleString('en')}, dropped: ${r.logLines.dropped}. sessions_send rule: ${r.guardsSend ? 'present' : 'absent (no row)'}.\n`,
   );
   const row = Object.fromEntries(r.rows.map((x) => [x.id, x]));
-  for (const id of ['c.small', 'c.large', 'c.small.token']) {
+  for (const id of ['m.small+log', 'c.small', 'c.small.token']) {
     if (row[id]) check(`one beforeToolCall at most 0.3x the plain-JS design (${LABELS[id].slice(4)})`, row[id].vsPlain <= 0.3, `${fmtRatio(row[id].vsPlain)}x`);
   }
   check('the deployed path at most 0.5x the plain-JS design deployed the same way', row['c.plugin+log'].vsPlain <= 0.5, `${fmtRatio(row['c.plugin+log'].vsPlain)}x`);
-  check('a tool it does not own at most 3x the N-API floor', row['c.unowned'].vsNoop <= 3, `${fmtRatio(row['c.unowned'].vsNoop)}x`);
+  if (row['r.100k']) console.log(`Tool-result redaction: ${fmtNs(row['r.100k'].ns / 100)} ns per KB (100 KB result), ${fmtNs(row['r.1k'].ns)} ns for 1 KB.\n`);
+  check('a tool it does not own at most 3x the N-API floor (the module\'s beforeToolCall)', row['m.unowned'].vsNoop <= 3, `${fmtRatio(row['m.unowned'].vsNoop)}x`);
 }
 
 if (want('reload')) {

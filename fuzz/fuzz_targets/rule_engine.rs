@@ -9,6 +9,7 @@
 use arbitrary::Arbitrary;
 use claw_identity::engine::{Engine, MapView};
 use claw_identity::options::Options;
+use claw_identity::redact::results::Redactor;
 use claw_identity::rules::{Params, ToolCall, Verdict};
 use claw_identity::token_map::parse;
 use libfuzzer_sys::fuzz_target;
@@ -87,10 +88,12 @@ fuzz_target!(|input: Input| {
         session_key: input.session_key.as_deref(),
         params: &params,
     };
+    let redactor = Redactor::new(all.iter().map(|(_, t)| t.as_str()));
     let view = MapView {
         map: &map,
         loaded: input.loaded,
         stale: input.stale,
+        redactor: Some(&redactor),
     };
     let d = engine.decide(&call, &view);
 
