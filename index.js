@@ -2,6 +2,7 @@
 // OpenClaw. Every decision is made in Rust; nothing here decides.
 import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
+import { registerCommands, registerOperatorSurfaces } from './ops.js';
 
 if (process.platform !== 'linux' || process.arch !== 'x64') {
   throw new Error(
@@ -43,6 +44,8 @@ export default {
   description:
     "Per-agent identity for MCP tools: injects each agent's auth_token from a live token map, and enforces the identity rules.",
   register(api) {
+    // Collecting CLI metadata: OpenClaw offers no runtime then, and nothing may start.
+    if (api.registrationMode === 'cli-metadata') return registerCommands(api);
     const sessions = sessionStoreOf(api);
     // Every registration reaches the layer in force: a later registration
     // with other options replaces it for the earlier ones too.
@@ -57,6 +60,7 @@ export default {
       tier = 'the trusted tool-policy tier, with the before_tool_call hook (priority 100) as a safety net';
     }
     api.on('before_tool_call', native.safetyNet, { priority: 100 });
+    registerOperatorSurfaces(api, native);
     if (api.registrationMode === 'full') {
       api.logger.info(`[claw-identity] identity is enforced by ${tier}`);
       if (sessions === undefined) {
