@@ -26,4 +26,5 @@ export function registerOperatorSurfaces(api, native) {
   registerCommands(api);
   // profileAccess stays "required" (the default): it reads the live layer.
   api.registerGatewayMethod?.('claw-identity.status', ({ respond }) => respond(true, statusOf(native)), { scope: 'operator.read' });
+  api.registerSecurityAuditCollector?.((ctx) => JSON.parse(native.opsAudit(ctx.configPath)));
 }
