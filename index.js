@@ -13,7 +13,7 @@ if (process.platform !== 'linux' || process.arch !== 'x64') {
 // and no environment variable can redirect which binary is loaded.
 const native = createRequire(import.meta.url)('./claw-identity.linux-x64-gnu.node');
 
-export const { IdentityLayer, configure, beforeToolCall, stats, fingerprint, noop } = native;
+export const { IdentityLayer, configure, beforeToolCall, safetyNet, redactToolResult, stats, fingerprint, noop } = native;
 
 const PLUGIN_ID = 'claw-identity';
 
@@ -49,7 +49,7 @@ export default {
     const sessions = sessionStoreOf(api);
     // Every registration reaches the layer in force: a later registration
     // with other options replaces it for the earlier ones too.
-    native.configure({ ...(api.pluginConfig ?? {}), logger: api.logger, sessions });
+    native.configure({ ...(api.pluginConfig ?? {}), logger: api.logger, sessions, openclawConfig: api.config });
     let tier = 'the ordinary before_tool_call hook only (this OpenClaw has no trusted tool policies)';
     if (typeof api.registerTrustedToolPolicy === 'function') {
       api.registerTrustedToolPolicy({
@@ -60,6 +60,8 @@ export default {
       tier = 'the trusted tool-policy tier, with the before_tool_call hook (priority 100) as a safety net';
     }
     api.on('before_tool_call', native.safetyNet, { priority: 100 });
+    // Every tool result, before any model sees it: tokens become fingerprints.
+    api.registerAgentToolResultMiddleware?.(native.redactToolResult, { runtimes: ['openclaw', 'codex'] });
     registerOperatorSurfaces(api, native);
     if (api.registrationMode === 'full') {
       api.logger.info(`[claw-identity] identity is enforced by ${tier}`);

@@ -5,6 +5,7 @@
 use serde_json::Value;
 
 use crate::options::{OnMissingToken, Options};
+use crate::redact::results::Redactor;
 use crate::redact::{scrub, shown};
 use crate::rules::agent_ids::{normalize_agent_id, session_key_agent};
 use crate::rules::auth_token::{self, Missing};
@@ -108,9 +109,43 @@ pub const UNREADABLE_RULE_ID: &str = "claw-identity";
 const SEND_FIELDS: &[&str] = &["agentId", "agent_id", "sessionKey", "session_key", "label"];
 /// Params of `sessions_spawn` the rules read.
 const SPAWN_FIELDS: &[&str] = &["agentId", "agent_id"];
-/// Params only quoted back to the model (spawn-redirect's suggested call):
-/// one that can't be read exactly is left out of the quote, not refused.
+/// Params no rule decides on, read for their text only (quoted in
+/// spawn-redirect's suggested call; tokens taken out): one that can't be
+/// read exactly is read with U+FFFD for its broken characters.
 const SPAWN_QUOTED: &[&str] = &["task"];
+const SEND_QUOTED: &[&str] = &["message"];
+
+/// Id of the rewrite that takes a token of the map out of text one agent
+/// hands another (a `sessions_send` message, a `sessions_spawn` task).
+pub const TOKEN_TEXT_RULE_ID: &str = "token-text";
+
+/// `d`, plus a rewrite of `field` with every token of the map replaced by
+/// its fingerprint, when the model put one there: the receiving agent's
+/// model must never see a token, whoever pasted it.
+fn redacted<'m>(
+    mut d: Decision<'m>,
+    call: &ToolCall<'_>,
+    view: &MapView<'_>,
+    field: &str,
+) -> Decision<'m> {
+    let (Some(r), Some(Value::String(text))) = (view.redactor, call.params.get(field)) else {
+        return d;
+    };
+    let std::borrow::Cow::Owned(clean) = r.redact_str(text) else {
+        return d;
+    };
+    let set = (field.to_owned(), Value::String(clean));
+    match &mut d.verdict {
+        Verdict::Block(_) => {}
+        Verdict::Rewrite(patch) => patch.push(set),
+        Verdict::RequireApproval { .. } => d.approval_patch.push(set),
+        Verdict::Pass => {
+            d.verdict = Verdict::Rewrite(vec![set]);
+            d.rule.get_or_insert(TOKEN_TEXT_RULE_ID);
+        }
+    }
+    d
+}
 
 /// Reasons and approvals quote what the model wrote (a target agent id, a
 /// session key, a task), and a token pasted there must not be echoed to the
@@ -154,6 +189,8 @@ pub struct MapView<'m> {
     pub map: &'m TokenMap,
     pub loaded: bool,
     pub stale: bool,
+    /// The map's tokens to take out of text one agent hands another.
+    pub redactor: Option<&'m Redactor>,
 }
 
 impl Engine {
@@ -288,8 +325,12 @@ impl Engine {
         }
         let rules = &self.opts.rules;
         match call.tool {
-            "sessions_send" if rules.reads_session_tools() => return self.decide_send(call),
-            "sessions_spawn" if rules.reads_session_tools() => return self.decide_spawn(call),
+            "sessions_send" if rules.reads_session_tools() => {
+                return redacted(self.decide_send(call), call, view, "message")
+            }
+            "sessions_spawn" if rules.reads_session_tools() => {
+                return redacted(self.decide_spawn(call), call, view, "task")
+            }
             t if rules.cross_user_send.enabled && session_access::is_session_tool(t) => {
                 return self.decide_session_access(call)
             }
@@ -368,6 +409,9 @@ impl Engine {
     /// decide on the values the tool will run with.
     pub fn param_fields(&self, tool: &str) -> &'static [&'static str] {
         let rules = &self.opts.rules;
+        if self.opts.protect_map != ProtectMap::Off && map_access::is_guarded(tool) {
+            return map_access::PARAMS;
+        }
         match tool {
             "sessions_send" if rules.reads_session_tools() => SEND_FIELDS,
             "sessions_spawn" if rules.reads_session_tools() => SPAWN_FIELDS,
@@ -384,7 +428,8 @@ impl Engine {
     /// Params of `tool` the rules only quote back in a reason, never decide on.
     pub fn quoted_fields(&self, tool: &str) -> &'static [&'static str] {
         match tool {
-            "sessions_spawn" if self.opts.rules.spawn_redirect.enabled => SPAWN_QUOTED,
+            "sessions_spawn" if self.opts.rules.reads_session_tools() => SPAWN_QUOTED,
+            "sessions_send" if self.opts.rules.reads_session_tools() => SEND_QUOTED,
             _ => &[],
         }
     }
@@ -700,6 +745,7 @@ mod tests {
                 map: &map,
                 loaded: true,
                 stale: false,
+                redactor: None,
             },
         );
         assert_eq!(
@@ -723,6 +769,7 @@ mod tests {
             map: &map,
             loaded: true,
             stale: false,
+            redactor: None,
         };
         assert_eq!(
             engine(r#"{"tokenMapPath": "/m.json"}"#)
@@ -772,6 +819,7 @@ mod tests {
                 map,
                 loaded: true,
                 stale: false,
+                redactor: None,
             },
         )
     }

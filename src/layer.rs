@@ -12,6 +12,7 @@ use sha2::{Digest, Sha256};
 use crate::engine::{Decision, Engine, MapView, TokenStatus};
 use crate::log::{Level, Log};
 use crate::options::Options;
+use crate::redact::results::{Redactor, DEFAULT_GRACE};
 use crate::redact::Shown;
 use crate::rules::{ToolCall, Verdict};
 use crate::token_map::{self, GateOptions, MapError, MapErrorKind, TokenMap};
@@ -20,10 +21,25 @@ use crate::watcher::{Trigger, WatchConfig, Watcher};
 /// How often the watcher thread re-checks its target directory and staleness.
 const HEARTBEAT: Duration = Duration::from_millis(500);
 
-#[derive(Default)]
 struct Snapshot {
     map: TokenMap,
     loaded: bool,
+    /// Redacts this map's tokens from text the models will see, and the
+    /// previous map's until `grace_until` (a result computed just before a
+    /// rotation may hold them).
+    redactor: Arc<Redactor>,
+    grace_until: Option<Instant>,
+}
+
+impl Default for Snapshot {
+    fn default() -> Self {
+        Snapshot {
+            map: TokenMap::default(),
+            loaded: false,
+            redactor: Arc::new(Redactor::new([])),
+            grace_until: None,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -141,6 +157,7 @@ impl Layer {
             map: &snap.map,
             loaded: snap.loaded,
             stale: s.stale.load(Ordering::Relaxed),
+            redactor: Some(&snap.redactor),
         };
         let d = s.engine.decide(call, &view);
         s.account(call, &d);
@@ -164,6 +181,12 @@ impl Layer {
             .counters
             .internal_errors
             .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Replaces every token of the map in force (and of the previous map,
+    /// shortly after a rotation) in `text` by its fingerprint.
+    pub fn redactor(&self) -> Arc<Redactor> {
+        self.shared.snapshot.load().redactor.clone()
     }
 
     pub fn log(&self) -> &Log {
@@ -315,9 +338,14 @@ impl Shared {
         }
         let agents = parsed.map.len();
         let first = st.content.is_none();
+        let now = Instant::now();
+        let old = self.snapshot.load();
+        let redactor = Redactor::for_maps(&parsed.map, Some((&old.map, now)), DEFAULT_GRACE, now);
         self.snapshot.store(Arc::new(Snapshot {
             map: parsed.map,
             loaded: true,
+            redactor: Arc::new(redactor),
+            grace_until: (!old.map.is_empty()).then_some(now + DEFAULT_GRACE),
         }));
         st.content = Some(digest);
         self.counters.reloads.fetch_add(1, Ordering::Relaxed);
@@ -366,7 +394,26 @@ impl Shared {
         }
     }
 
+    /// Once the grace period after a rotation is over, the previous map's
+    /// tokens are no longer redacted (another map may reuse none of them).
+    fn end_grace(&self) {
+        let snap = self.snapshot.load();
+        if snap.grace_until.is_none_or(|t| Instant::now() < t) {
+            return;
+        }
+        let _st = self.reload.lock(); // no reload swaps the snapshot meanwhile
+        let snap = self.snapshot.load();
+        let redactor = Redactor::for_maps(&snap.map, None, DEFAULT_GRACE, Instant::now());
+        self.snapshot.store(Arc::new(Snapshot {
+            map: snap.map.clone(),
+            loaded: snap.loaded,
+            redactor: Arc::new(redactor),
+            grace_until: None,
+        }));
+    }
+
     fn check_stale(&self) {
+        self.end_grace();
         let Some(max) = self.engine.options().max_stale_seconds else {
             return;
         };

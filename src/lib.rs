@@ -117,6 +117,8 @@ struct JsOptions {
     json: String,
     logger: Option<Js>,
     sessions: Option<Js>,
+    /// OpenClaw's config (`api.config`): agents' workspaces and sandboxes.
+    openclaw_config: Option<Js>,
 }
 
 fn invalid(msg: impl Into<String>) -> Error {
@@ -125,7 +127,7 @@ fn invalid(msg: impl Into<String>) -> Error {
 
 fn js_options(options: Option<Js>) -> Result<JsOptions> {
     let mut rest = serde_json::Map::new();
-    let (mut logger, mut sessions) = (None, None);
+    let (mut logger, mut sessions, mut openclaw_config) = (None, None, None);
     if let Some(o) = options {
         match o.kind()? {
             Kind::Undefined => {}
@@ -139,6 +141,7 @@ fn js_options(options: Option<Js>) -> Result<JsOptions> {
                     match name.as_str() {
                         "logger" => logger = Some(v),
                         "sessions" => sessions = Some(v),
+                        "openclawConfig" => openclaw_config = Some(v),
                         _ => match exact(v, 0)? {
                             Ok(Some(v)) => {
                                 rest.insert(name, v);
@@ -161,7 +164,16 @@ fn js_options(options: Option<Js>) -> Result<JsOptions> {
         json: Value::Object(rest).to_string(),
         logger,
         sessions,
+        openclaw_config,
     })
+}
+
+/// Where OpenClaw keeps its state: `OPENCLAW_STATE_DIR`, else `~/.openclaw`.
+fn openclaw_state_dir(home: Option<&std::path::Path>) -> std::path::PathBuf {
+    match std::env::var_os("OPENCLAW_STATE_DIR").filter(|d| !d.is_empty()) {
+        Some(d) => d.into(),
+        None => home.unwrap_or(std::path::Path::new("/")).join(".openclaw"),
+    }
 }
 
 impl Inner {
@@ -183,9 +195,32 @@ impl Inner {
             applied: RefCell::default(),
             warned_untrusted: Cell::new(false),
         });
+        inner.apply_openclaw_config(options.openclaw_config)?;
         // The load line and any map warning, before the first call's line.
         inner.logger.flush(env, &inner.pending);
         Ok(inner)
+    }
+
+    /// Tells `map-access` each agent's workspace and sandbox, from OpenClaw's config.
+    fn apply_openclaw_config(&self, config: Option<Js>) -> Result<()> {
+        let Some(config) = config else { return Ok(()) };
+        let value = match exact(config, 0)? {
+            Ok(Some(v)) => v,
+            _ => {
+                self.layer.log().warn(format_args!(
+                    "cannot read OpenClaw's config, so relative paths are checked without the agents' workspaces (map-access refuses those that name the map)"
+                ));
+                return Ok(());
+            }
+        };
+        if let Some(cfg) = ops::config::OpenClawConfig::from_value(value) {
+            let home = std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(std::path::PathBuf::from);
+            let table = cfg.agent_fs(&openclaw_state_dir(home.as_deref()), home.as_deref());
+            self.layer.engine().set_agent_fs(table);
+        }
+        Ok(())
     }
 
     /// The whole decision for one call, in OpenClaw's hook result shape.
@@ -634,6 +669,7 @@ pub fn configure(env: Env, options: Option<Js>) -> Result<Reference<IdentityLaye
             if let Some(store) = options.sessions {
                 layer.inner.attach_sessions(&env, store)?;
             }
+            layer.inner.apply_openclaw_config(options.openclaw_config)?;
             return layer.clone(env);
         }
     }
@@ -679,6 +715,28 @@ pub fn before_tool_call(env: Env, event: Js, ctx: Js) -> Result<Js> {
 )]
 pub fn safety_net(env: Env, event: Js, ctx: Js) -> Result<Js> {
     shared(&env)?.before_tool_call(&env, event, ctx, Mode::SafetyNet)
+}
+
+/// The plugin's tool-result middleware: `{ result }` with every token of the
+/// map in force (and of the previous map, shortly after a rotation) replaced
+/// by `sha256:<fingerprint>` in every string of `event.result`, or
+/// `undefined` when it holds none. Throws only if the result can't be walked,
+/// and OpenClaw then replaces it with an error: no token gets through.
+#[napi(catch_unwind, ts_args_type = "event: { result?: unknown }")]
+pub fn redact_tool_result(env: Env, event: Js) -> Result<Js> {
+    let raw = env.raw();
+    let r = shared(&env)?.layer.redactor();
+    let Some(result) = event.get(c"result")? else {
+        return Js::undefined(raw);
+    };
+    match bridge::params::redact(raw, result, &r, 0)? {
+        None => Js::undefined(raw),
+        Some(clean) => {
+            let out = Js::object(raw)?;
+            out.define(&[(Js::string(raw, "result")?, clean)])?;
+            Ok(out)
+        }
+    }
 }
 
 /// Stats of the process-wide layer, or `undefined` before `configure`.

@@ -93,14 +93,14 @@ describe("claw-identity in `openclaw agent --local`", () => {
     });
   }
 
-  it("scenario 4: an agent missing from the map passes untouched by default", async () => {
+  it("scenario 4: an agent missing from the map runs by default, without the model's auth_token", async () => {
     const tokens = h.makeTokens([FRANCIS, "paco--dali"]);
     const { run, res, wrong, calls } = await turn({ name: "s4-pass", agent: ATLAS, tokens });
     assert.equal(res.code, 0, `openclaw agent --local exited ${res.code}: ${h.tail(res)}`);
     assert.equal(calls.length, 1, `calls: ${h.describeCalls(calls, tokens)}`);
     assert.equal(calls[0].tool, "claw_notes");
-    // Untouched: exactly what the model sent.
-    assert.equal(h.who(calls[0].args.auth_token, tokens, { "model's wrong token": wrong }), "model's wrong token");
+    // The call runs, but the model's own auth_token never reaches the server: it answers 401.
+    assert.equal(calls[0].args.auth_token, undefined, `the server got ${h.who(calls[0].args.auth_token, tokens, { "model's wrong token": wrong })}`);
     assert.ok(
       h.logMessages(run).some((l) => l.includes(`before_tool_call tool=claw-os__claw_notes agent=${ATLAS} token-status=missing`)),
       "log lacks the token-status=missing line",

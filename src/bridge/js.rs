@@ -99,6 +99,26 @@ impl Js {
         Ok(Js { env, raw })
     }
 
+    pub fn array(env: sys::napi_env, len: u32) -> Result<Js> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: a plain N-API call on the callback's env.
+        check(
+            env,
+            unsafe { sys::napi_create_array_with_length(env, len as usize, &mut raw) },
+            "create_array",
+        )?;
+        Ok(Js { env, raw })
+    }
+
+    pub fn set_index(self, i: u32, v: Js) -> Result<()> {
+        // SAFETY: both values are live.
+        check(
+            self.env,
+            unsafe { sys::napi_set_element(self.env, self.raw, i, v.raw) },
+            "set_element",
+        )
+    }
+
     /// A JS string; ASCII (every token) is Latin-1, which V8 takes without decoding.
     pub fn string(env: sys::napi_env, s: &str) -> Result<Js> {
         let mut raw = ptr::null_mut();

@@ -19,8 +19,9 @@ pub struct Unreadable {
 }
 
 /// Reads `fields` of `params` (`params[field]`, as the tool reads it) into
-/// the JSON the rules take, and `quoted` too, except that one of those that
-/// can't be read exactly is left out. An absent or `undefined` field is left out.
+/// the JSON the rules take, and `quoted` too (text no rule decides on), read
+/// with U+FFFD for broken characters when it can't be read exactly. An
+/// absent or `undefined` field is left out.
 pub fn read_fields(
     params: Option<Js>,
     fields: &[&'static str],
@@ -31,8 +32,18 @@ pub fn read_fields(
         return Ok(Ok(out));
     };
     for &field in quoted {
-        if let Ok(Some(value)) = exact(params.get_str_key(field)?, 0)? {
-            out.insert(field.to_owned(), value);
+        let v = params.get_str_key(field)?;
+        match exact(v, 0)? {
+            Ok(Some(value)) => {
+                out.insert(field.to_owned(), value);
+            }
+            // Text only: read it with U+FFFD for broken characters.
+            Err(_) => {
+                if let Some(text) = v.host_str()? {
+                    out.insert(field.to_owned(), Value::String(text));
+                }
+            }
+            Ok(None) => {}
         }
     }
     for &field in fields {
@@ -158,4 +169,80 @@ fn json_number(n: f64) -> Option<serde_json::Number> {
         return Some(serde_json::Number::from(n as i64));
     }
     serde_json::Number::from_f64(n)
+}
+
+/// Results nested deeper than this are refused (the middleware then throws,
+/// and OpenClaw replaces the result with an error): never passed unread.
+const MAX_RESULT_DEPTH: usize = 64;
+
+/// A copy of `v` with every token `r` knows replaced in every string (object
+/// keys too), or `None` when it holds none. Plain objects and arrays are
+/// copied; other objects are kept as they are.
+pub fn redact(
+    env: napi::sys::napi_env,
+    v: Js,
+    r: &crate::redact::results::Redactor,
+    depth: usize,
+) -> Result<Option<Js>> {
+    if r.is_empty() {
+        return Ok(None);
+    }
+    if depth > MAX_RESULT_DEPTH {
+        return Err(napi::Error::from_reason(
+            "a tool result nested too deeply to check for tokens",
+        ));
+    }
+    let text = |s: &Js| -> Result<Option<Js>> {
+        let Some(t) = s.host_str()? else {
+            return Ok(None);
+        };
+        match r.redact_str(&t) {
+            std::borrow::Cow::Borrowed(_) => Ok(None),
+            std::borrow::Cow::Owned(clean) => Js::string(env, &clean).map(Some),
+        }
+    };
+    match v.kind()? {
+        Kind::String => text(&v),
+        Kind::Array => {
+            let n = v.array_len()?;
+            let mut items = Vec::with_capacity(n as usize);
+            let mut changed = false;
+            for i in 0..n {
+                let item = v.get_index(i)?;
+                match redact(env, item, r, depth + 1)? {
+                    Some(clean) => {
+                        changed = true;
+                        items.push(clean);
+                    }
+                    None => items.push(item),
+                }
+            }
+            if !changed {
+                return Ok(None);
+            }
+            let out = Js::array(env, n)?;
+            for (i, item) in items.into_iter().enumerate() {
+                out.set_index(i as u32, item)?;
+            }
+            Ok(Some(out))
+        }
+        Kind::Object => {
+            let mut props = Vec::new();
+            let mut changed = false;
+            for key in v.own_keys(true)? {
+                let value = v.get_key(key)?;
+                let clean_key = text(&key)?;
+                let clean_value = redact(env, value, r, depth + 1)?;
+                changed |= clean_key.is_some() || clean_value.is_some();
+                props.push((clean_key.unwrap_or(key), clean_value.unwrap_or(value)));
+            }
+            if !changed {
+                return Ok(None);
+            }
+            let out = Js::object(env)?;
+            out.define(&props)?;
+            Ok(Some(out))
+        }
+        _ => Ok(None),
+    }
 }

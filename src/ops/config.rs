@@ -6,6 +6,8 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use crate::rules::map_access::{AgentFs, AgentFsTable};
+
 use serde_json::{Map, Value};
 
 use crate::options::Options;
@@ -62,6 +64,17 @@ impl OpenClawConfig {
                 root,
             }),
             _ => Err(format!("{shown}: the top level is not an object")),
+        }
+    }
+
+    /// The config a running gateway hands its plugins (`api.config`).
+    pub fn from_value(value: Value) -> Option<OpenClawConfig> {
+        match value {
+            Value::Object(root) => Some(OpenClawConfig {
+                path: PathBuf::from("(the gateway's config)"),
+                root,
+            }),
+            _ => None,
         }
     }
 
@@ -328,6 +341,55 @@ pub fn plugin_options(
     map: Option<&str>,
 ) -> Result<Options, String> {
     Options::from_json(&options_json(config, map)?)
+}
+
+impl OpenClawConfig {
+    /// What the `map-access` rule needs of each agent, since the hook's ctx
+    /// has neither: the directories OpenClaw resolves a relative path
+    /// against (the run's `cwd`, the workspace: `agents.*.workspace`, else
+    /// `agents.defaults.workspace/<id>`, else `<stateDir>/workspace-<id>`),
+    /// and whether every session runs in the sandbox (`sandbox.mode: "all"`).
+    pub fn agent_fs(&self, state_dir: &Path, home: Option<&Path>) -> AgentFsTable {
+        let defaults = object(object(self.root.get("agents")).and_then(|a| a.get("defaults")));
+        let text = |m: Option<&Map<String, Value>>, k: &str| {
+            m.and_then(|m| m.get(k))
+                .and_then(Value::as_str)
+                .map(|p| expand(p, home))
+        };
+        let mode = |m: Option<&Map<String, Value>>| {
+            object(m.and_then(|m| m.get("sandbox")))
+                .and_then(|s| s.get("mode"))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        let default_mode = mode(defaults).unwrap_or_else(|| "off".into());
+        let mut table = AgentFsTable {
+            default: AgentFs {
+                roots: Vec::new(),
+                sandboxed: default_mode == "all",
+            },
+            ..Default::default()
+        };
+        for (id, entry) in self.agent_entries() {
+            let cwd = text(Some(&entry), "cwd").or_else(|| text(defaults, "cwd"));
+            let workspace = text(Some(&entry), "workspace")
+                .or_else(|| text(defaults, "workspace").map(|w| w.join(&id)))
+                .unwrap_or_else(|| state_dir.join(format!("workspace-{id}")));
+            let roots = cwd.into_iter().chain(std::iter::once(workspace)).collect();
+            let sandboxed = mode(Some(&entry)).unwrap_or_else(|| default_mode.clone()) == "all";
+            table.agents.insert(id, AgentFs { roots, sandboxed });
+        }
+        table
+    }
+}
+
+/// `~` and `~/…` as OpenClaw expands them (the gateway's home).
+fn expand(p: &str, home: Option<&Path>) -> PathBuf {
+    match (p.strip_prefix('~'), home) {
+        (Some(""), Some(h)) => h.to_path_buf(),
+        (Some(rest), Some(h)) if rest.starts_with('/') => h.join(&rest[1..]),
+        _ => PathBuf::from(p),
+    }
 }
 
 #[cfg(test)]

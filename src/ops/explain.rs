@@ -142,6 +142,7 @@ pub fn run(args: &ExplainArgs<'_>) -> Result<Explanation, String> {
         map: &map,
         loaded: error.is_none(),
         stale: false,
+        redactor: None,
     };
     let mut d = engine.decide(&call, &view);
     let mut notes = Vec::new();

@@ -4,13 +4,13 @@
 //! fingerprint, before any model sees the result. Matching ignores ASCII
 //! case (`ABCD…` is the same token to the service that checks it).
 //!
-//! This catches tokens as written. It cannot catch a token a shell has
+//! This catches tokens as written, also inside a longer run of hex digits. It cannot catch a token a shell has
 //! encoded (base64, hex dump, split across lines): see docs/threat-model.md.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use serde_json::Value;
 
 use super::fingerprint;
@@ -20,47 +20,44 @@ use crate::token_map::TokenMap;
 /// a result computed just before the swap (a long `exec`) may hold them.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(300);
 
-/// Tokens shorter than this are not searched for (the map only holds 64-hex
-/// tokens; a short pattern would redact ordinary text).
-const MIN_TOKEN_LEN: usize = 16;
+/// Every token of the map is 64 hex digits (32 bytes).
+const TOKEN_HEX: usize = 64;
 
-/// A compiled set of tokens to redact. Build one per map swap, not per result.
+/// The tokens to redact, by the 32 bytes they encode (so any letter case
+/// matches), with the fingerprint each is shown as. Building one hashes each
+/// token once; no automaton, so a map at the size cap costs a few tens of
+/// milliseconds, not a pattern compile.
 pub struct Redactor {
-    /// `None` when there is nothing to search for.
-    automaton: Option<AhoCorasick>,
-    /// `sha256:<fingerprint>` per pattern, in pattern order.
-    replacements: Vec<String>,
-    /// Length of the shortest pattern: shorter strings are skipped unscanned.
-    shortest: usize,
+    tokens: HashMap<[u8; 32], String>,
+}
+
+fn hex_val(c: u8) -> Option<u8> {
+    match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        b'A'..=b'F' => Some(c - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// The 32 bytes 64 hex digits encode.
+fn decode(hex: &[u8]) -> Option<[u8; 32]> {
+    let mut out = [0u8; 32];
+    for (i, pair) in hex.chunks_exact(2).enumerate() {
+        out[i] = hex_val(pair[0])? << 4 | hex_val(pair[1])?;
+    }
+    Some(out)
 }
 
 impl Redactor {
-    /// A redactor for these tokens (duplicates and short strings are dropped).
+    /// A redactor for these tokens (anything that is not 64 hex digits is dropped).
     pub fn new<'a>(tokens: impl IntoIterator<Item = &'a str>) -> Redactor {
-        let mut patterns: Vec<&str> = tokens
+        let tokens = tokens
             .into_iter()
-            .filter(|t| t.len() >= MIN_TOKEN_LEN)
+            .filter(|t| t.len() == TOKEN_HEX)
+            .filter_map(|t| Some((decode(t.as_bytes())?, format!("sha256:{}", fingerprint(t)))))
             .collect();
-        // Case-insensitive duplicates would be the same pattern twice.
-        patterns.sort_by_key(|t| t.to_ascii_lowercase());
-        patterns.dedup_by(|a, b| a.eq_ignore_ascii_case(b));
-        let shortest = patterns.iter().map(|p| p.len()).min().unwrap_or(usize::MAX);
-        let automaton = (!patterns.is_empty()).then(|| {
-            AhoCorasickBuilder::new()
-                .ascii_case_insensitive(true)
-                .match_kind(MatchKind::LeftmostLongest)
-                .build(&patterns)
-                .expect("a few hundred literal patterns always build")
-        });
-        let replacements = patterns
-            .iter()
-            .map(|t| format!("sha256:{}", fingerprint(t)))
-            .collect();
-        Redactor {
-            automaton,
-            replacements,
-            shortest,
-        }
+        Redactor { tokens }
     }
 
     /// The tokens in force: the current map's, and the previous map's while
@@ -84,30 +81,51 @@ impl Redactor {
 
     /// Whether there is anything to redact at all.
     pub fn is_empty(&self) -> bool {
-        self.automaton.is_none()
+        self.tokens.is_empty()
     }
 
-    /// `text` with every token replaced; borrowed when nothing matched.
+    /// `text` with every token replaced; borrowed when nothing matched. One
+    /// pass: each run of 64 or more hex digits is checked window by window.
     pub fn redact_str<'t>(&self, text: &'t str) -> Cow<'t, str> {
-        let Some(ac) = &self.automaton else {
-            return Cow::Borrowed(text);
-        };
-        if text.len() < self.shortest {
+        if self.is_empty() || text.len() < TOKEN_HEX {
             return Cow::Borrowed(text);
         }
-        let mut matches = ac.find_iter(text).peekable();
-        if matches.peek().is_none() {
-            return Cow::Borrowed(text);
+        let bytes = text.as_bytes();
+        let mut out: Option<String> = None;
+        let (mut copied, mut i) = (0, 0);
+        while i + TOKEN_HEX <= bytes.len() {
+            // Skip to the end of the hex run if it is too short to hold a token.
+            let run = bytes[i..]
+                .iter()
+                .take_while(|c| c.is_ascii_hexdigit())
+                .count();
+            if run < TOKEN_HEX {
+                i += run + 1;
+                continue;
+            }
+            let end = i + run;
+            while i + TOKEN_HEX <= end {
+                let fp = decode(&bytes[i..i + TOKEN_HEX]).and_then(|k| self.tokens.get(&k));
+                if let Some(fp) = fp {
+                    let o = out.get_or_insert_with(|| String::with_capacity(text.len()));
+                    // Hex digits are ASCII, so these are char boundaries.
+                    o.push_str(&text[copied..i]);
+                    o.push_str(fp);
+                    i += TOKEN_HEX;
+                    copied = i;
+                } else {
+                    i += 1;
+                }
+            }
+            i = end;
         }
-        let mut out = String::with_capacity(text.len());
-        let mut last = 0;
-        for m in matches {
-            out.push_str(&text[last..m.start()]);
-            out.push_str(&self.replacements[m.pattern().as_usize()]);
-            last = m.end();
+        match out {
+            None => Cow::Borrowed(text),
+            Some(mut o) => {
+                o.push_str(&text[copied..]);
+                Cow::Owned(o)
+            }
         }
-        out.push_str(&text[last..]);
-        Cow::Owned(out)
     }
 
     /// Redacts every string in `value` (object keys too), in place. Returns

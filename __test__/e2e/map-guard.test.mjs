@@ -1,0 +1,263 @@
+// Issue 15 in a real OpenClaw gateway: the token map stays out of every
+// model's reach. One gateway for every case, OpenClaw's default tools and
+// exec policy, the plugin's defaults (protectMap "paths"). Each assertion is
+// on what really happened: the tool results the model saw, the requests
+// OpenClaw sent to the model server, the map file on disk.
+//
+// The map lives under the run's HOME (the gateway's `~`), so `~/…` reaches it.
+//
+// Not tested, and the documented limit (docs/threat-model.md): a shell
+// reaches the file in forms no string match can see, e.g.
+// `exec { command: "base64 <map>" }`; only OpenClaw's sandbox (or
+// protectMap "strict") closes that.
+
+import { describe, it, before, after } from "node:test";
+import assert from "node:assert/strict";
+import crypto from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import * as h from "./harness.mjs";
+import { startModelServer, marker } from "./fixtures/model-server.mjs";
+
+const FRANCIS = "paco--francis";
+const DALI = "paco--dali";
+const ATLAS = "pepito--atlas";
+
+/** A short nonce: no long hex runs (OpenClaw and the plugin redact those in echoed text). */
+const nonce = () => crypto.randomBytes(3).toString("hex");
+
+/** Every string inside a tool result (Tool Search wraps results in JSON, sometimes twice). */
+function strings(text) {
+  const out = [];
+  const walk = (v) => {
+    if (typeof v === "string") {
+      out.push(v);
+      const t = v.trim();
+      if (t.startsWith("{") || t.startsWith("[")) {
+        try {
+          walk(JSON.parse(t));
+        } catch {
+          /* not JSON */
+        }
+      }
+    } else if (v && typeof v === "object") for (const x of Object.values(v)) walk(x);
+  };
+  walk(String(text ?? ""));
+  return out;
+}
+
+/** JSON with sorted keys, to compare argument objects however they were serialized. */
+function canonical(v) {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(",")}]`;
+  if (v && typeof v === "object") return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonical(v[k])}`).join(",")}}`;
+  return JSON.stringify(v);
+}
+
+/**
+ * Which tokens `text` shows, whole or as any 16-hex-digit piece, in any
+ * letter case: the owners' names (never the values).
+ */
+function tokenPieces(text, tokens) {
+  const pieces = new Map();
+  for (const [agent, t] of Object.entries(tokens)) for (let i = 0; i + 16 <= t.length; i++) pieces.set(t.slice(i, i + 16).toLowerCase(), agent);
+  const found = new Set();
+  for (const run of String(text).toLowerCase().match(/[0-9a-f]{16,}/g) ?? []) {
+    for (let i = 0; i + 16 <= run.length; i++) {
+      const owner = pieces.get(run.slice(i, i + 16));
+      if (owner) found.add(owner);
+    }
+  }
+  return [...found].sort();
+}
+
+describe("the token map out of the models' reach (issue 15)", () => {
+  const s = {};
+
+  before(async () => {
+    const plugin = h.pluginDir();
+    await h.openclawRuntime();
+    s.run = await h.createRun("map-guard");
+    // The map under HOME (0600 in a 0700 dir), so `~/secrets/…` names it.
+    s.run.secrets = path.join(s.run.home, "secrets");
+    fs.mkdirSync(s.run.secrets, { mode: 0o700 });
+    s.run.tokenMapPath = path.join(s.run.secrets, "token-map.json");
+    s.map = s.run.tokenMapPath;
+    s.mapDir = s.run.secrets;
+    s.tokens = h.makeTokens();
+    h.writeTokenMap(s.run, s.tokens);
+    s.scripts = scripts(s);
+    s.model = await startModelServer({ recordFile: s.run.modelLog, maxToolCallsPerTurn: 12, scenarios: s.scripts });
+    await h.writeConfig(s.run, {
+      gateway: true,
+      modelBaseUrl: s.model.baseUrl,
+      plugin: { path: h.stagePlugin(s.run, plugin), config: { tokenMapPath: s.map } },
+    });
+    s.workspace = path.join(s.run.workspaces, FRANCIS);
+    // Links in francis's workspace: to the map, and to its directory.
+    fs.symlinkSync(s.map, path.join(s.workspace, "map-link"));
+    fs.symlinkSync(s.mapDir, path.join(s.workspace, "secrets-link"));
+    // A workspace file a patch tries to rename over the map.
+    fs.writeFileSync(path.join(s.workspace, "notes.txt"), "x\n");
+    // From the workspace (<root>/workspaces/<agent>) up to <root>/home/secrets.
+    s.relMap = path.relative(s.workspace, s.map);
+    assert.ok(s.relMap.startsWith("../"), s.relMap);
+    s.gateway = await h.startGateway(s.run);
+  });
+  after(async () => {
+    await s.model?.close();
+    if (s.run) await h.finishRun(s.run);
+  });
+
+  const turn = async (agent, message) => {
+    const res = await h.agentViaGateway(s.run, { agent, sessionKey: `agent:${agent}:e2e-map-${nonce()}`, message });
+    assert.equal(res.code, 0, `openclaw agent exited ${res.code}: ${h.tail(res)}`);
+  };
+  const mapState = () => ({ bytes: fs.readFileSync(s.map), ino: fs.statSync(s.map).ino, dir: fs.readdirSync(s.mapDir).sort() });
+
+  /**
+   * Plays a script of path-tool calls in one turn. Returns the calls whose
+   * result the model saw is not a map-access refusal (scrubbed), and throws
+   * if the model did not make every call.
+   */
+  async function notRefused(scenario) {
+    const tag = nonce();
+    await turn(FRANCIS, `Look at the secrets. ${marker(scenario, { tag })}`);
+    const calls = s.model.requestsFor(scenario, { tag }).filter((r) => r.decision.kind === "tool").map((r) => r.decision);
+    const results = s.model.toolResultsFor(scenario, { tag });
+    const expected = s.scripts[scenario].length;
+    assert.equal(calls.length, expected, `the model made ${calls.length} of ${expected} calls; errors: ${s.model.errors.join("; ")}`);
+    assert.equal(results.length, expected, `${results.length} of ${expected} calls have a result`);
+    const out = [];
+    results.forEach((r, i) => {
+      const call = calls[i];
+      const what = `${call.inner ?? call.name} ${h.scrub(JSON.stringify(call.inner ? call.args.args : call.args)).slice(0, 160)}`;
+      if (!strings(r.result).some((t) => t.includes("map-access: "))) out.push(`${what} -> ${h.scrub(String(r.result)).slice(0, 300)}`);
+    });
+    return out;
+  }
+
+  it("map-access: read, ls, write, edit and apply_patch on the map are refused, through an absolute path, ~, .. and symlinks; the map is unchanged", async () => {
+    const before = mapState();
+    let missed;
+    let now;
+    try {
+      // Both turns run before asserting, so a failure lists every call that got through.
+      missed = [...(await notRefused("mapreads")), ...(await notRefused("mapwrites"))];
+    } finally {
+      now = mapState();
+      // A failed guard must not cascade into the other cases: put the map back.
+      if (!now.bytes.equals(before.bytes) || now.ino !== before.ino) h.writeTokenMap(s.run, s.tokens);
+    }
+    assert.deepEqual(
+      { missed, sameContent: now.bytes.equals(before.bytes), sameInode: now.ino === before.ino, mapDir: now.dir },
+      { missed: [], sameContent: true, sameInode: true, mapDir: before.dir },
+      "calls not refused by map-access, or the map or its directory changed",
+    );
+  });
+
+  it("redaction: exec cat of the map reaches the model with fingerprints, in any letter case, and no token", async () => {
+    const tag = nonce();
+    await turn(FRANCIS, `Show me the file. ${marker("mapcat", { tag })}`);
+    const results = s.model.toolResultsFor("mapcat", { tag });
+    assert.equal(results.length, 1, "francis made no exec call");
+    const text = String(results[0].result);
+    // The command ran: the map's agent ids came back.
+    for (const agent of h.AGENTS) assert.ok(text.includes(agent), `exec output lacks ${agent}: ${h.scrub(text.slice(0, 600))}`);
+    assert.deepEqual(tokenPieces(text, s.tokens), [], "token material in the exec result");
+    for (const [agent, t] of Object.entries(s.tokens)) {
+      const shown = text.split(`sha256:${h.fingerprint(t)}`).length - 1;
+      // Once as written, once upper-cased (`tr a-f A-F`).
+      assert.ok(shown >= 2, `${agent}'s fingerprint shown ${shown} times, want 2: ${h.scrub(text.slice(0, 600))}`);
+    }
+  });
+
+  it("redaction: a sessions_send message carrying tokens reaches dali's model with fingerprints only", async () => {
+    const tag = nonce();
+    await turn(FRANCIS, `Pass this on. ${marker("leaksend", { tag })}`);
+    const results = s.model.toolResultsFor("leaksend", { tag });
+    assert.equal(results.length, 1, "francis made no sessions_send call");
+    const dali = s.model.requestsFor("chat", { tag });
+    assert.ok(dali.length >= 1, `dali's model was not asked; francis saw: ${h.scrub(String(results[0].result)).slice(0, 600)}`);
+    for (const r of dali) {
+      assert.deepEqual(tokenPieces(r.raw, s.tokens), [], "token material in a request of dali's turn");
+      assert.ok(r.raw.includes(`sha256:${h.fingerprint(s.tokens[ATLAS])}`), "dali's model does not see atlas's token's fingerprint");
+      assert.ok(r.raw.includes(`sha256:${h.fingerprint(s.tokens[FRANCIS])}`), "dali's model does not see francis's (upper-cased) token's fingerprint");
+    }
+  });
+
+  it("no token, nor any 16-hex piece of one, in any request OpenClaw sent to the model", () => {
+    // The scripted model's own tool-call arguments come back in its history
+    // (the leaksend call carries tokens because the test wrote them there):
+    // those are the model's words, not something OpenClaw gave it, so the
+    // scan leaves out exactly the arguments the model server emitted.
+    const emitted = new Set(s.model.requests.filter((r) => r.decision?.kind === "tool").map((r) => canonical(r.decision.args)));
+    const hits = [];
+    s.model.requests.forEach((r, i) => {
+      let text = r.raw;
+      try {
+        const body = JSON.parse(r.raw);
+        for (const m of body.messages ?? []) {
+          for (const tc of m.role === "assistant" && Array.isArray(m.tool_calls) ? m.tool_calls : []) {
+            let args;
+            try {
+              args = JSON.parse(tc.function?.arguments ?? "");
+            } catch {
+              continue;
+            }
+            if (emitted.has(canonical(args))) tc.function.arguments = "<the model's own arguments>";
+          }
+        }
+        text = JSON.stringify(body);
+      } catch {
+        /* not JSON: scan it whole */
+      }
+      const owners = tokenPieces(text, s.tokens);
+      if (owners.length) hits.push(`request ${i} (${r.scenario ?? "-"} ${r.params?.tag ?? ""}): ${owners.join(",")}`);
+    });
+    assert.ok(s.model.requests.length > 10, `only ${s.model.requests.length} requests recorded`);
+    assert.deepEqual(hits, [], "token material reached the model");
+  });
+});
+
+/** The scripted model's attempts; paths are read from the run state `st` when each call is made. */
+function scripts(st) {
+  const reads = [
+    { call: "read", args: () => ({ path: st.map }) },
+    { call: "ls", args: () => ({ path: st.mapDir }) },
+    { call: "read", args: () => ({ path: "~/secrets/token-map.json" }) },
+    { call: "ls", args: () => ({ path: "~/secrets" }) },
+    { call: "read", args: () => ({ path: st.relMap }) },
+    { call: "read", args: () => ({ path: "map-link" }) },
+    { call: "read", args: () => ({ path: "secrets-link/token-map.json" }) },
+  ];
+  const patch = (body) => ({ input: `*** Begin Patch\n${body}\n*** End Patch` });
+  const writes = [
+    { call: "write", args: () => ({ path: st.map, content: "{}" }) },
+    { call: "edit", args: () => ({ path: st.map, edits: [{ oldText: `"${DALI}"`, newText: `"${DALI}x"` }] }) },
+    { call: "apply_patch", args: () => patch(`*** Update File: ${st.map}\n@@\n-{\n+{ `) },
+    { call: "apply_patch", args: () => patch(`*** Delete File: ${st.map}`) },
+    { call: "apply_patch", args: () => patch(`*** Add File: ${path.join(st.mapDir, "planted.json")}\n+{}`) },
+    { call: "apply_patch", args: () => patch(`*** Update File: notes.txt\n*** Move to: ${st.map}\n@@\n-x\n+{}`) },
+    { call: "write", args: () => ({ path: st.relMap, content: "{}" }) },
+    { call: "write", args: () => ({ path: "map-link", content: "{}" }) },
+    { call: "write", args: () => ({ path: "~/secrets/planted.json", content: "{}" }) },
+  ];
+  return {
+    mapreads: reads,
+    mapwrites: writes,
+    // Case-insensitive matching: the map as written, then upper-cased.
+    mapcat: [{ call: "exec", args: () => ({ command: `cat '${st.map}' && tr a-f A-F < '${st.map}'` }) }],
+    // A model that holds tokens (here: the test put them in its mouth) passes
+    // atlas's, and francis's upper-cased, on to dali.
+    leaksend: [
+      {
+        call: "sessions_send",
+        args: (ctx) => ({
+          agentId: DALI,
+          message: `Keep these: ${st.tokens[ATLAS]} and ${st.tokens[FRANCIS].toUpperCase()}. ${marker("chat", { tag: ctx.params.tag })}`,
+          timeoutSeconds: 120,
+        }),
+      },
+    ],
+  };
+}
