@@ -326,3 +326,25 @@ export function explain(options: {
   map?: string;
   config?: string;
 }): { ok: boolean; text: string; report: Explanation };
+
+/** An agent of the map in force, by its token's fingerprint. */
+export interface AgentFingerprint {
+  agentId: string;
+  /** First 12 hex digits of the token's sha256. */
+  fingerprint: string;
+}
+
+/**
+ * The answer of the gateway method `claw-identity.status` (what
+ * `openclaw claw-identity status --json` prints). Never holds a token.
+ */
+export interface ClawIdentityStatus {
+  plugin: 'claw-identity';
+  version: string;
+  /** The gateway's process id. */
+  pid: number;
+  /** The live layer's counters and map state; `null` before the plugin configured it. */
+  stats: IdentityStats | null;
+  /** The map in force, sorted by agent id. */
+  agents: AgentFingerprint[];
+}

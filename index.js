@@ -2,6 +2,7 @@
 // OpenClaw. Every decision is made in Rust; nothing here decides.
 import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
+import { registerCommands, registerOperatorSurfaces } from './ops.js';
 
 if (process.platform !== 'linux' || process.arch !== 'x64') {
   throw new Error(
@@ -43,6 +44,8 @@ export default {
   description:
     "Per-agent identity for MCP tools: injects each agent's auth_token from a live token map, and enforces the identity rules.",
   register(api) {
+    // Collecting CLI metadata: OpenClaw offers no runtime then, and nothing may start.
+    if (api.registrationMode === 'cli-metadata') return registerCommands(api);
     const sessions = sessionStoreOf(api);
     // Every registration reaches the layer in force: a later registration
     // with other options replaces it for the earlier ones too.
@@ -59,6 +62,7 @@ export default {
     api.on('before_tool_call', native.safetyNet, { priority: 100 });
     // Every tool result, before any model sees it: tokens become fingerprints.
     api.registerAgentToolResultMiddleware?.(native.redactToolResult, { runtimes: ['openclaw', 'codex'] });
+    registerOperatorSurfaces(api, native);
     if (api.registrationMode === 'full') {
       api.logger.info(`[claw-identity] identity is enforced by ${tier}`);
       if (sessions === undefined) {

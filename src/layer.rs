@@ -221,6 +221,16 @@ impl Layer {
         }
     }
 
+    /// The map in force: each agent with its token's fingerprint, sorted.
+    pub fn fingerprints(&self) -> Vec<(String, String)> {
+        let snap = self.shared.snapshot.load();
+        snap.map
+            .sorted()
+            .into_iter()
+            .map(|(id, t)| (id.to_owned(), t.fingerprint()))
+            .collect()
+    }
+
     /// Stops the watcher. The last map stays in force for calls made after.
     pub fn close(&self) {
         let w = self.watcher.lock().take();

@@ -994,6 +994,33 @@ pub fn stats(env: Env) -> Result<Either<NativeStats, ()>> {
     })
 }
 
+/// An agent of the map in force, by its token's fingerprint.
+#[napi(object)]
+pub struct AgentFingerprint {
+    pub agent_id: String,
+    pub fingerprint: String,
+}
+
+/// The agents of the process-wide layer's map in force, sorted, with their
+/// tokens' fingerprints (never a token); `undefined` before `configure`.
+#[napi(catch_unwind)]
+pub fn map_fingerprints(env: Env) -> Result<Either<Vec<AgentFingerprint>, ()>> {
+    Ok(match thread_state(&env)?.shared.as_ref() {
+        Some((_, l)) => Either::A(
+            l.inner
+                .layer
+                .fingerprints()
+                .into_iter()
+                .map(|(agent_id, fingerprint)| AgentFingerprint {
+                    agent_id,
+                    fingerprint,
+                })
+                .collect(),
+        ),
+        None => Either::B(()),
+    })
+}
+
 #[napi(module_exports)]
 pub fn init(mut exports: Object, env: Env) -> Result<()> {
     if std::env::var_os("CLAW_IDENTITY_PANIC_TEST").is_some_and(|v| v == "1") {
@@ -1055,6 +1082,14 @@ pub fn ops_doctor(map: Option<String>, config: Option<String>) -> Result<OpsRepo
     })
     .map_err(invalid)?;
     ops_report(r.ok, r.render(), &r)
+}
+
+/// `openclaw security audit`'s findings for the gateway config at `config`,
+/// as a JSON array of `{checkId, severity, title, detail, remediation?}`.
+#[napi]
+pub fn ops_audit(config: String) -> Result<String> {
+    serde_json::to_string(&ops::audit::run(std::path::Path::new(&config)))
+        .map_err(|e| Error::from_reason(format!("claw-identity: cannot encode the findings: {e}")))
 }
 
 #[napi(object)]

@@ -89,6 +89,16 @@ impl OpenClawConfig {
         }
     }
 
+    /// The value at a dotted path such as `["tools", "sessions", "visibility"]`.
+    pub fn get(&self, path: &[&str]) -> Option<&Value> {
+        let (last, parents) = path.split_last()?;
+        let mut obj = &self.root;
+        for k in parents {
+            obj = object(obj.get(*k))?;
+        }
+        obj.get(*last)
+    }
+
     fn plugins(&self) -> Option<&Map<String, Value>> {
         object(self.root.get("plugins"))
     }

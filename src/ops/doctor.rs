@@ -92,7 +92,7 @@ fn check(status: Status, check: &'static str, message: String, fix: Option<Strin
     }
 }
 
-fn parent_of(path: &Path) -> PathBuf {
+pub(crate) fn parent_of(path: &Path) -> PathBuf {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -117,7 +117,7 @@ fn permissions(path: &Path) -> String {
 }
 
 /// The gate's refusal, split into problem and fix.
-fn gate_problem(e: &MapError, path: &Path) -> (String, String) {
+pub(crate) fn gate_problem(e: &MapError, path: &Path) -> (String, String) {
     let p = path.display();
     match e.kind {
         MapErrorKind::NotFound => (
@@ -412,7 +412,11 @@ pub fn run(args: &DoctorArgs<'_>) -> Result<Report, String> {
 /// (exec, process) or file tools, on the gateway's host. A shell can read
 /// the file in ways no path check or redaction sees (base64, a script), so
 /// only OpenClaw's sandbox, or taking the shell away, closes it.
-fn exposure_checks(c: &OpenClawConfig, map_path: &Path, protect: ProtectMap) -> Vec<Check> {
+pub(crate) fn exposure_checks(
+    c: &OpenClawConfig,
+    map_path: &Path,
+    protect: ProtectMap,
+) -> Vec<Check> {
     let dir = std::fs::canonicalize(parent_of(map_path)).unwrap_or_else(|_| parent_of(map_path));
     let mut out = Vec::new();
     for a in c.agent_reach(&dir) {

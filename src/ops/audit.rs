@@ -1,0 +1,370 @@
+//! Findings for `openclaw security audit`: what in the gateway's config or
+//! on disk weakens the identity layer, each with its fix. It reuses doctor's
+//! checks (enablement, the map's permission gate, map exposure) and adds the
+//! settings that widen what an agent can reach: OpenClaw's session reach,
+//! `onMissingToken: "pass"` with a map out of step with the config, and
+//! `allowGroupReadable`. Tokens appear nowhere, not even as fingerprints.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::config::{self, OpenClawConfig, PLUGIN_ID};
+use super::doctor::{self, Status};
+use crate::options::OnMissingToken;
+use crate::redact::shown;
+use crate::rules::agent_ids::user_prefix;
+use crate::token_map::{self, MapErrorKind};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Info,
+    Warn,
+    Critical,
+}
+
+/// One finding, in OpenClaw's `SecurityAuditFinding` shape.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Finding {
+    pub check_id: String,
+    pub severity: Severity,
+    pub title: String,
+    pub detail: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remediation: Option<String>,
+}
+
+fn finding(
+    id: &str,
+    severity: Severity,
+    title: &str,
+    detail: String,
+    fix: Option<String>,
+) -> Finding {
+    Finding {
+        check_id: format!("{PLUGIN_ID}.{id}"),
+        severity,
+        title: title.into(),
+        detail,
+        remediation: fix,
+    }
+}
+
+/// Every finding for the config at `config_path` (the gateway's own).
+pub fn run(config_path: &Path) -> Vec<Finding> {
+    let c = match OpenClawConfig::load(config_path) {
+        Ok(c) => c,
+        Err(e) => {
+            return vec![finding(
+                "config_unreadable",
+                Severity::Warn,
+                "claw-identity could not read the gateway's config",
+                e,
+                Some("check that the file is readable JSON5; run openclaw config validate".into()),
+            )]
+        }
+    };
+    let mut out = Vec::new();
+    for p in c.enablement_problems() {
+        out.push(finding(
+            "not_enabled",
+            Severity::Critical,
+            "claw-identity does not run: no agent gets its token and no identity rule holds",
+            p.problem,
+            Some(p.fix),
+        ));
+    }
+    let opts = match config::plugin_options(Some(&c), None) {
+        Ok(o) => o,
+        Err(e) => {
+            out.push(finding(
+                "config_invalid",
+                Severity::Critical,
+                "claw-identity's config is invalid, so the plugin does not start",
+                format!("plugins.entries.{PLUGIN_ID}.config: {e}"),
+                Some("correct it against the configSchema in the plugin's openclaw.plugin.json; claw-identity doctor --config names the problem".into()),
+            ));
+            return out;
+        }
+    };
+    let map_path = &opts.token_map_path;
+    let config_key = format!("plugins.entries.{PLUGIN_ID}.config");
+
+    // The map's file, through the plugin's own gate.
+    let mut map_agents = None;
+    match token_map::read_map(map_path, &opts.gate()) {
+        Err(e) => {
+            let (problem, fix) = doctor::gate_problem(&e, map_path);
+            let (id, severity, title) = if e.kind == MapErrorKind::Unsafe {
+                (
+                    "map_permissions",
+                    Severity::Critical,
+                    "the token map's permissions or owner are unsafe, so the plugin refuses it",
+                )
+            } else {
+                (
+                    "map_unreadable",
+                    Severity::Warn,
+                    "the plugin cannot read the token map, so no agent gets its token",
+                )
+            };
+            out.push(finding(id, severity, title, problem, Some(fix)));
+        }
+        Ok(file) => {
+            for w in file.warnings {
+                out.push(finding(
+                    "map_group_readable",
+                    Severity::Warn,
+                    "the token map is readable by other users on the host",
+                    w,
+                    Some(format!("chmod 600 {}", map_path.display())),
+                ));
+            }
+            if let Ok(parsed) = token_map::parse(&file.bytes) {
+                map_agents = Some(
+                    parsed
+                        .map
+                        .sorted()
+                        .into_iter()
+                        .map(|(id, _)| id.to_owned())
+                        .collect::<Vec<_>>(),
+                );
+            }
+        }
+    }
+    if opts.allow_group_readable {
+        out.push(finding(
+            "allow_group_readable",
+            Severity::Warn,
+            "allowGroupReadable is on: the plugin accepts a token map that other users can read",
+            format!("{config_key}.allowGroupReadable is true, so a map readable by group or others ({}) is used with only a warning", map_path.display()),
+            Some(format!("chmod 600 {} and openclaw config unset {config_key}.allowGroupReadable (for a Kubernetes secret volume, set defaultMode: 0400)", map_path.display())),
+        ));
+    }
+
+    let configured = c.agents();
+    if opts.on_missing_token == OnMissingToken::Pass {
+        if let (Some(agents), Some(in_map)) = (&configured, &map_agents) {
+            let unknown: Vec<String> = in_map
+                .iter()
+                .filter(|a| !agents.contains(a))
+                .map(|a| format!("\"{}\"", shown(a)))
+                .collect();
+            if !unknown.is_empty() {
+                out.push(finding(
+                    "pass_with_unknown_agents",
+                    Severity::Warn,
+                    "onMissingToken is \"pass\" while the map and the config disagree on the agents",
+                    format!(
+                        "the map has agents that agents.entries does not ({}): the map is out of step with the config, and with \"pass\" an agent that has no token (renamed, or added without one) calls the MCP tools without any token instead of being refused",
+                        unknown.join(", ")
+                    ),
+                    Some(format!("openclaw config set {config_key}.onMissingToken block; and remove the agents that are gone from the map (claw-identity write-map)")),
+                ));
+            }
+        }
+    }
+
+    // OpenClaw's session reach between the agents of different users.
+    let users: BTreeSet<&str> = configured
+        .iter()
+        .flatten()
+        .map(|a| user_prefix(a).unwrap_or(a))
+        .collect();
+    if users.len() > 1 {
+        let visibility = match c.get(&["tools", "sessions", "visibility"]) {
+            Some(Value::String(v)) => v.as_str(),
+            _ => "all",
+        };
+        let a2a = c.get(&["tools", "agentToAgent", "enabled"]) != Some(&Value::Bool(false));
+        let mut open = Vec::new();
+        if visibility == "all" || visibility == "tree" {
+            open.push(format!(
+                "tools.sessions.visibility is \"{}\"",
+                shown(visibility)
+            ));
+        }
+        if a2a {
+            open.push("tools.agentToAgent.enabled is true (the default)".to_owned());
+        }
+        if !open.is_empty() {
+            let users: Vec<&str> = users.into_iter().collect();
+            let fix = "openclaw config set tools.sessions.visibility agent; and openclaw config set tools.agentToAgent.enabled false --strict-json (or list the allowed pairs in tools.agentToAgent.allow)";
+            if opts.rules.cross_user_send.enabled {
+                out.push(finding(
+                    "cross_user_session_reach",
+                    Severity::Info,
+                    "OpenClaw lets agents reach other users' sessions; claw-identity's guard holds the session tools",
+                    format!(
+                        "agents of {} users ({}) share this gateway and {}: rule cross-user-send holds sessions_send, sessions_spawn and the session-reading tools to the caller's own user, but only where before_tool_call runs (not the Codex app-server harness, not the claude-cli backend's MCP tools)",
+                        users.len(), users.join(", "), open.join(" and ")
+                    ),
+                    Some(format!("narrow it in OpenClaw too: {fix}")),
+                ));
+            } else {
+                out.push(finding(
+                    "cross_user_session_reach",
+                    Severity::Warn,
+                    "any agent can read and message other users' sessions: rule cross-user-send is off",
+                    format!(
+                        "agents of {} users ({}) share this gateway, {}, and {config_key}.rules.crossUserSend.enabled is false, so nothing holds the session tools to the caller's own user",
+                        users.len(), users.join(", "), open.join(" and ")
+                    ),
+                    Some(format!("openclaw config unset {config_key}.rules.crossUserSend.enabled; or {fix}")),
+                ));
+            }
+        }
+    }
+
+    for check in doctor::exposure_checks(&c, map_path, opts.protect_map) {
+        if check.status == Status::Warn {
+            out.push(finding(
+                "map_exposure",
+                Severity::Warn,
+                "an agent's own tools can read the token map",
+                check.message,
+                check.fix,
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::token_map::tests::{T1, T2};
+    use std::fs;
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::PathBuf;
+
+    fn setup(name: &str, map_mode: u32, plugin: &str, extra: &str) -> (PathBuf, PathBuf) {
+        let dir = std::env::temp_dir().join(format!("claw-audit-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
+        let map = dir.join("map.json");
+        fs::write(
+            &map,
+            format!(r#"{{"paco--francis":"{T1}","gone--agent":"{T2}"}}"#),
+        )
+        .unwrap();
+        fs::set_permissions(&map, fs::Permissions::from_mode(map_mode)).unwrap();
+        let cfg = dir.join("openclaw.json");
+        fs::write(
+            &cfg,
+            format!(
+                r#"{{ plugins: {{ entries: {{ "claw-identity": {{ enabled: true, config: {{ tokenMapPath: "{}" {plugin} }} }} }} }},
+                     agents: {{ defaults: {{ sandbox: {{ mode: "all" }} }}, entries: {{ "paco--francis": {{}}, "pepito--atlas": {{}} }} }} {extra} }}"#,
+                map.display()
+            ),
+        )
+        .unwrap();
+        (cfg, map)
+    }
+
+    fn ids(f: &[Finding]) -> Vec<(&str, Severity)> {
+        f.iter()
+            .map(|f| (f.check_id.as_str(), f.severity))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_with_two_users_report_session_reach_and_a_map_out_of_step() {
+        let (cfg, _) = setup("defaults", 0o600, "", "");
+        let f = run(&cfg);
+        assert_eq!(
+            ids(&f),
+            [
+                ("claw-identity.pass_with_unknown_agents", Severity::Warn),
+                ("claw-identity.cross_user_session_reach", Severity::Info),
+            ]
+        );
+        assert!(f[0].detail.contains("\"gone--agent\""), "{}", f[0].detail);
+        for x in &f {
+            assert!(!x.detail.contains(T1) && !x.detail.contains(T2));
+        }
+    }
+
+    #[test]
+    fn a_hardened_config_has_no_finding() {
+        let (cfg, _) = setup(
+            "hardened",
+            0o600,
+            r#", onMissingToken: "block""#,
+            r#", tools: { sessions: { visibility: "agent" }, agentToAgent: { enabled: false } }"#,
+        );
+        assert_eq!(ids(&run(&cfg)), []);
+    }
+
+    #[test]
+    fn group_readable_map_allowed_and_rule_off_are_findings() {
+        let (cfg, _) = setup(
+            "loose",
+            0o640,
+            r#", onMissingToken: "block", allowGroupReadable: true, rules: { crossUserSend: { enabled: false } }"#,
+            "",
+        );
+        assert_eq!(
+            ids(&run(&cfg)),
+            [
+                ("claw-identity.map_group_readable", Severity::Warn),
+                ("claw-identity.allow_group_readable", Severity::Warn),
+                ("claw-identity.cross_user_session_reach", Severity::Warn),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_unsafe_map_and_a_plugin_not_enabled_are_critical() {
+        let (cfg, _) = setup(
+            "unsafe",
+            0o640,
+            r#", onMissingToken: "block""#,
+            r#", tools: { sessions: { visibility: "self" }, agentToAgent: { enabled: false } }"#,
+        );
+        let text = fs::read_to_string(&cfg)
+            .unwrap()
+            .replace("enabled: true, config", "config");
+        fs::write(&cfg, text).unwrap();
+        let f = run(&cfg);
+        assert_eq!(
+            ids(&f),
+            [
+                ("claw-identity.not_enabled", Severity::Critical),
+                ("claw-identity.map_permissions", Severity::Critical),
+            ]
+        );
+        assert!(
+            f[1].remediation.as_deref().unwrap().contains("chmod"),
+            "{:?}",
+            f[1]
+        );
+    }
+
+    #[test]
+    fn an_agent_with_a_shell_on_the_host_is_a_map_exposure() {
+        let (cfg, _) = setup(
+            "exposure",
+            0o600,
+            r#", onMissingToken: "block""#,
+            r#", tools: { sessions: { visibility: "agent" }, agentToAgent: { enabled: false } }"#,
+        );
+        let text = fs::read_to_string(&cfg)
+            .unwrap()
+            .replace(r#"mode: "all""#, r#"mode: "off""#);
+        fs::write(&cfg, text).unwrap();
+        let f = run(&cfg);
+        assert_eq!(
+            ids(&f),
+            [
+                ("claw-identity.map_exposure", Severity::Warn),
+                ("claw-identity.map_exposure", Severity::Warn)
+            ]
+        );
+    }
+}
