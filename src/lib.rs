@@ -1005,7 +1005,7 @@ pub struct AgentFingerprint {
 /// tokens' fingerprints (never a token); `undefined` before `configure`.
 #[napi(catch_unwind)]
 pub fn map_fingerprints(env: Env) -> Result<Either<Vec<AgentFingerprint>, ()>> {
-    Ok(match thread_state(&env)?.shared.as_ref() {
+    Ok(match &*thread_state(&env)?.shared.borrow() {
         Some((_, l)) => Either::A(
             l.inner
                 .layer
