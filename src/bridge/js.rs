@@ -195,18 +195,28 @@ impl Js {
         if kind != Kind::Object {
             return Ok(kind);
         }
-        type Predicate =
-            unsafe extern "C" fn(sys::napi_env, sys::napi_value, *mut bool) -> sys::napi_status;
-        let is = |f: Predicate| {
-            let mut yes = false;
-            // SAFETY: a plain N-API predicate on a live value.
-            check(self.env, unsafe { f(self.env, self.raw, &mut yes) }, "is_*").map(|_| yes)
-        };
-        if is(sys::napi_is_typedarray)?
-            || is(sys::napi_is_arraybuffer)?
-            || is(sys::napi_is_dataview)?
-            || is(sys::napi_is_date)?
-        {
+        let (env, raw) = (self.env, self.raw);
+        let (mut typed, mut buffer, mut view, mut date) = (false, false, false, false);
+        // SAFETY: plain N-API predicates on a live value.
+        unsafe {
+            check(
+                env,
+                sys::napi_is_typedarray(env, raw, &mut typed),
+                "is_typedarray",
+            )?;
+            check(
+                env,
+                sys::napi_is_arraybuffer(env, raw, &mut buffer),
+                "is_arraybuffer",
+            )?;
+            check(
+                env,
+                sys::napi_is_dataview(env, raw, &mut view),
+                "is_dataview",
+            )?;
+            check(env, sys::napi_is_date(env, raw, &mut date), "is_date")?;
+        }
+        if typed || buffer || view || date {
             return Ok(Kind::Other);
         }
         Ok(Kind::Object)
