@@ -358,6 +358,40 @@ impl Js {
         Ok(Some(buf))
     }
 
+    /// Any string as UTF-8, in one copy (a lone surrogate becomes U+FFFD):
+    /// for scanning long text, such as a tool's output.
+    pub fn text(self) -> Result<Option<String>> {
+        let mut len = 0usize;
+        // SAFETY: a NULL buffer asks for the length only.
+        let status = unsafe {
+            sys::napi_get_value_string_utf8(self.env, self.raw, ptr::null_mut(), 0, &mut len)
+        };
+        if status == sys::Status::napi_string_expected {
+            return Ok(None);
+        }
+        check(self.env, status, "get_value_string_utf8")?;
+        let mut buf = vec![0u8; len + 1];
+        let mut written = 0usize;
+        // SAFETY: `buf` holds `len + 1` bytes, room for the terminating NUL.
+        check(
+            self.env,
+            unsafe {
+                sys::napi_get_value_string_utf8(
+                    self.env,
+                    self.raw,
+                    buf.as_mut_ptr().cast(),
+                    len + 1,
+                    &mut written,
+                )
+            },
+            "get_value_string_utf8",
+        )?;
+        buf.truncate(written);
+        Ok(Some(String::from_utf8(buf).unwrap_or_else(|e| {
+            String::from_utf8_lossy(e.as_bytes()).into_owned()
+        })))
+    }
+
     /// A string for ids and names the host gives (a tool name, an agent id, a
     /// session key): a lone surrogate becomes U+FFFD, which no valid id has.
     pub fn host_str(self) -> Result<Option<String>> {
