@@ -398,7 +398,8 @@ impl Js {
         Ok(self.utf16()?.map(|u| {
             // Ids and names are ASCII: narrow them without decoding.
             if u.iter().all(|&c| c < 0x80) {
-                u.iter().map(|&c| c as u8 as char).collect()
+                let bytes: Vec<u8> = u.iter().map(|&c| c as u8).collect();
+                String::from_utf8(bytes).unwrap_or_default()
             } else {
                 String::from_utf16_lossy(&u)
             }

@@ -193,7 +193,7 @@ pub fn redact(
         ));
     }
     let text = |s: &Js| -> Result<Option<Js>> {
-        let Some(t) = s.host_str()? else {
+        let Some(t) = s.text()? else {
             return Ok(None);
         };
         match r.redact_str(&t) {
