@@ -61,6 +61,14 @@ export interface IdentityOptions {
    * @default 1000
    */
   pollIntervalMs?: number;
+  /**
+   * Rule `map-access`: `"paths"` refuses the agents' file tools any path that
+   * reaches the token map or its directory (by device and inode); `"strict"`
+   * also refuses `exec`/`process` to agents outside OpenClaw's sandbox;
+   * `"off"` turns the rule off. See docs/threat-model.md.
+   * @default "paths"
+   */
+  protectMap?: 'off' | 'paths' | 'strict';
   /** Configuration of the identity rules (see docs/rules.md). Every rule is on by default. */
   rules?: RulesOptions;
   /** Where log lines go. Default: warnings and errors to the console, info discarded. */
@@ -71,6 +79,12 @@ export interface IdentityOptions {
    * are not created and a sub-agent's conversation is its own session key.
    */
   sessions?: SessionStore;
+  /**
+   * OpenClaw's config (`api.config`; the plugin passes it): each agent's
+   * workspace and sandbox, which `map-access` needs to resolve relative paths
+   * (the hook's ctx carries neither).
+   */
+  openclawConfig?: Record<string, unknown>;
 }
 
 /** What the rules need of OpenClaw's session store. */
@@ -216,6 +230,16 @@ export function safetyNet(
   event: ToolCallEvent | null | undefined,
   ctx: ToolCallContext | null | undefined,
 ): ToolCallResult | undefined | Promise<ToolCallResult | undefined>;
+
+/**
+ * The plugin's tool-result middleware (`api.registerAgentToolResultMiddleware`):
+ * `{ result }`, a copy of `event.result` with every token of the process-wide
+ * layer's map (and of the previous map, for 5 minutes after a rotation), in
+ * any letter case, replaced by `sha256:<12 hex>` in every string; or
+ * `undefined` when it holds none. Throws only for a result too deep to walk,
+ * which OpenClaw then replaces with an error.
+ */
+export function redactToolResult(event: { result?: unknown }): { result: unknown } | undefined;
 
 /** The first 12 hex digits of the sha256 of `secret`: how tokens are shown. */
 export function fingerprint(secret: string): string;
