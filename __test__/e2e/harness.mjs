@@ -937,3 +937,23 @@ export function pluginDir() {
   }
   return dir;
 }
+
+/** Every string inside a tool result (Tool Search wraps results in JSON, sometimes twice). */
+export function strings(text) {
+  const out = [];
+  const walk = (v) => {
+    if (typeof v === "string") {
+      out.push(v);
+      const t = v.trim();
+      if (t.startsWith("{") || t.startsWith("[")) {
+        try {
+          walk(JSON.parse(t));
+        } catch {
+          /* not JSON */
+        }
+      }
+    } else if (v && typeof v === "object") for (const x of Object.values(v)) walk(x);
+  };
+  walk(String(text ?? ""));
+  return out;
+}

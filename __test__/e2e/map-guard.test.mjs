@@ -26,25 +26,6 @@ const ATLAS = "pepito--atlas";
 /** A short nonce: no long hex runs (OpenClaw and the plugin redact those in echoed text). */
 const nonce = () => crypto.randomBytes(3).toString("hex");
 
-/** Every string inside a tool result (Tool Search wraps results in JSON, sometimes twice). */
-function strings(text) {
-  const out = [];
-  const walk = (v) => {
-    if (typeof v === "string") {
-      out.push(v);
-      const t = v.trim();
-      if (t.startsWith("{") || t.startsWith("[")) {
-        try {
-          walk(JSON.parse(t));
-        } catch {
-          /* not JSON */
-        }
-      }
-    } else if (v && typeof v === "object") for (const x of Object.values(v)) walk(x);
-  };
-  walk(String(text ?? ""));
-  return out;
-}
 
 /** JSON with sorted keys, to compare argument objects however they were serialized. */
 function canonical(v) {
@@ -131,7 +112,7 @@ describe("the token map out of the models' reach (issue 15)", () => {
     results.forEach((r, i) => {
       const call = calls[i];
       const what = `${call.inner ?? call.name} ${h.scrub(JSON.stringify(call.inner ? call.args.args : call.args)).slice(0, 160)}`;
-      if (!strings(r.result).some((t) => t.includes("map-access: "))) out.push(`${what} -> ${h.scrub(String(r.result)).slice(0, 300)}`);
+      if (!h.strings(r.result).some((t) => t.includes("map-access: "))) out.push(`${what} -> ${h.scrub(String(r.result)).slice(0, 300)}`);
     });
     return out;
   }

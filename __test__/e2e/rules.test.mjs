@@ -31,25 +31,6 @@ function delegationKey(agent, c) {
   return `agent:${agent}:delegation:${out}`;
 }
 
-/** Every string inside a tool result (Tool Search wraps results in JSON, sometimes twice). */
-function strings(text) {
-  const out = [];
-  const walk = (v) => {
-    if (typeof v === "string") {
-      out.push(v);
-      const t = v.trim();
-      if (t.startsWith("{") || t.startsWith("[")) {
-        try {
-          walk(JSON.parse(t));
-        } catch {
-          /* not JSON */
-        }
-      }
-    } else if (v && typeof v === "object") for (const x of Object.values(v)) walk(x);
-  };
-  walk(String(text ?? ""));
-  return out;
-}
 
 /** The first JSON object in a tool result that has `key`, however deeply wrapped. */
 function findObject(text, key) {
@@ -138,7 +119,7 @@ describe("the identity rules in a running gateway", () => {
     const results = s.model.toolResultsFor("send", { tag });
     assert.equal(results.length, 1, "francis made no tool call");
     // What the model saw: OpenClaw's "Tool ... was blocked before execution: " and our reason.
-    const seen = strings(results[0].result).find((t) => t.includes("cross-user-send: "));
+    const seen = h.strings(results[0].result).find((t) => t.includes("cross-user-send: "));
     assert.ok(seen, `the model did not see a cross-user-send reason: ${h.scrub(String(results[0].result).slice(0, 600))}`);
     const reason = seen.slice(seen.indexOf("cross-user-send: "));
     assert.match(reason, /pepito--atlas/);
@@ -176,7 +157,7 @@ describe("the identity rules in a running gateway", () => {
     await turn(FRANCIS, c, `Ask dali to speak. ${marker("spawn", { agent: DALI, child: "audio", wrong, tag })}`);
     const results = s.model.toolResultsFor("spawn", { tag });
     assert.ok(results.length >= 1, "francis made no tool call");
-    const reason = strings(results[0].result).find((t) => t.startsWith("spawn-redirect: "));
+    const reason = h.strings(results[0].result).find((t) => t.startsWith("spawn-redirect: "));
     assert.ok(reason, `the spawn was not redirected: ${h.scrub(String(results[0].result).slice(0, 600))}`);
     assert.ok(reason.includes(`"sessionKey":"${delegationKey(DALI, c)}"`), "the reason names the dedicated session");
     assert.equal(results.length, 2, `the model did not retry: ${results.map((r) => r.name).join(",")}`);
@@ -229,7 +210,7 @@ describe("the identity rules in a running gateway", () => {
     const results = s.model.toolResultsFor("history", { tag });
     assert.equal(results.length, 2, `tool calls: ${results.map((r) => r.name).join(",")}`);
     const [peek, own] = results.map((r) => String(r.result));
-    assert.ok(strings(peek).some((t) => t.includes("cross-user-send: ")), `not blocked: ${h.scrub(peek.slice(0, 600))}`);
+    assert.ok(h.strings(peek).some((t) => t.includes("cross-user-send: ")), `not blocked: ${h.scrub(peek.slice(0, 600))}`);
     assert.ok(!peek.includes(atlasWord), "atlas's transcript reached francis's model");
     assert.ok(!s.model.requestsFor("history", { tag }).some((r) => String(r.raw).includes(atlasWord)), "atlas's words reached francis's model");
     assert.ok(own.includes(daliWord), `dali's transcript did not come back: ${h.scrub(own.slice(0, 600))}`);

@@ -47,6 +47,17 @@ fn check(env: sys::napi_env, status: sys::napi_status, what: &str) -> Result<()>
     }))
 }
 
+/// A value one N-API call makes into `out`.
+fn make(
+    env: sys::napi_env,
+    what: &str,
+    f: impl FnOnce(*mut sys::napi_value) -> sys::napi_status,
+) -> Result<Js> {
+    let mut raw = ptr::null_mut();
+    check(env, f(&mut raw), what)?;
+    Ok(Js { env, raw })
+}
+
 impl Js {
     /// # Safety
     /// `raw` must be a live value of `env` for the current callback.
@@ -67,58 +78,38 @@ impl Js {
     }
 
     pub fn undefined(env: sys::napi_env) -> Result<Js> {
-        let mut raw = ptr::null_mut();
         // SAFETY: a plain N-API call on the callback's env.
-        check(
-            env,
-            unsafe { sys::napi_get_undefined(env, &mut raw) },
-            "get_undefined",
-        )?;
-        Ok(Js { env, raw })
+        make(env, "get_undefined", |out| unsafe {
+            sys::napi_get_undefined(env, out)
+        })
     }
 
     pub fn boolean(env: sys::napi_env, b: bool) -> Result<Js> {
-        let mut raw = ptr::null_mut();
-        // SAFETY: as above.
-        check(
-            env,
-            unsafe { sys::napi_get_boolean(env, b, &mut raw) },
-            "get_boolean",
-        )?;
-        Ok(Js { env, raw })
+        // SAFETY: a plain N-API call on the callback's env.
+        make(env, "get_boolean", |out| unsafe {
+            sys::napi_get_boolean(env, b, out)
+        })
     }
 
     pub fn object(env: sys::napi_env) -> Result<Js> {
-        let mut raw = ptr::null_mut();
-        // SAFETY: as above.
-        check(
-            env,
-            unsafe { sys::napi_create_object(env, &mut raw) },
-            "create_object",
-        )?;
-        Ok(Js { env, raw })
+        // SAFETY: a plain N-API call on the callback's env.
+        make(env, "create_object", |out| unsafe {
+            sys::napi_create_object(env, out)
+        })
     }
 
     pub fn from_f64(env: sys::napi_env, n: f64) -> Result<Js> {
-        let mut raw = ptr::null_mut();
         // SAFETY: a plain N-API call on the callback's env.
-        check(
-            env,
-            unsafe { sys::napi_create_double(env, n, &mut raw) },
-            "create_double",
-        )?;
-        Ok(Js { env, raw })
+        make(env, "create_double", |out| unsafe {
+            sys::napi_create_double(env, n, out)
+        })
     }
 
     pub fn array(env: sys::napi_env, len: u32) -> Result<Js> {
-        let mut raw = ptr::null_mut();
         // SAFETY: a plain N-API call on the callback's env.
-        check(
-            env,
-            unsafe { sys::napi_create_array_with_length(env, len as usize, &mut raw) },
-            "create_array",
-        )?;
-        Ok(Js { env, raw })
+        make(env, "create_array", |out| unsafe {
+            sys::napi_create_array_with_length(env, len as usize, out)
+        })
     }
 
     pub fn set_index(self, i: u32, v: Js) -> Result<()> {
