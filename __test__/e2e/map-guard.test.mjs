@@ -153,11 +153,19 @@ describe("the token map out of the models' reach (issue 15)", () => {
   });
 
   it("redaction: a sessions_send message carrying tokens reaches dali's model with fingerprints only", async () => {
-    const tag = nonce();
-    await turn(FRANCIS, `Pass this on. ${marker("leaksend", { tag })}`);
-    const results = s.model.toolResultsFor("leaksend", { tag });
-    assert.equal(results.length, 1, "francis made no sessions_send call");
-    const dali = s.model.requestsFor("chat", { tag });
+    let tag, results, dali;
+    for (let attempt = 1; ; attempt++) {
+      tag = nonce();
+      await turn(FRANCIS, `Pass this on. ${marker("leaksend", { tag })}`);
+      results = s.model.toolResultsFor("leaksend", { tag });
+      assert.equal(results.length, 1, "francis made no sessions_send call");
+      dali = s.model.requestsFor("chat", { tag });
+      if (dali.length === 0 && attempt < 3 && h.transientOpenClawError(results[0].result)) {
+        h.log(`OpenClaw failed the send on its own (${h.transientOpenClawError(results[0].result)}); sending again`);
+        continue;
+      }
+      break;
+    }
     assert.ok(dali.length >= 1, `dali's model was not asked; francis saw: ${h.scrub(String(results[0].result)).slice(0, 600)}`);
     for (const r of dali) {
       assert.deepEqual(tokenPieces(r.raw, s.tokens), [], "token material in a request of dali's turn");
