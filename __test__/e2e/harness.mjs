@@ -514,9 +514,12 @@ function tryJson(s) {
  * than OpenClaw's 5 s busy timeout gives up with this message: the gateway
  * then answers the `agent` request with it (code UNAVAILABLE), or a local
  * run fails with it. Nothing outside OpenClaw can see who holds the lock or
- * wait for it, so the turn is run again, for exactly this error only.
+ * wait for it, so the turn is run again, for exactly this error only. The
+ * same goes for OpenClaw's "Agent database cleanup failed" (a sqlite handle
+ * of its own that fails to close while a run ends, seen on busy clean-clone
+ * runs), which fails the turn before any assertion can look at it.
  */
-const STATE_LOCK_BUSY = /another OpenClaw process owns state-lifecycle\b/;
+const STATE_LOCK_BUSY = /another OpenClaw process owns state-lifecycle\b|Agent database cleanup failed/;
 const STATE_LOCK_ATTEMPTS = 4;
 
 /** Runs an `openclaw agent` turn, again while it fails only because the state lock was busy. */
@@ -525,7 +528,7 @@ async function agentTurn(run, args, opts) {
     const res = await openclaw(run, args, opts);
     const busy = res.code !== 0 && STATE_LOCK_BUSY.test(`${res.stderr}\n${res.stdout}`);
     if (!busy || attempt === STATE_LOCK_ATTEMPTS) return { ...res, attempts: attempt };
-    log(`openclaw agent (${opts.label}): the state-lifecycle lock was busy; running the turn again (attempt ${attempt + 1} of ${STATE_LOCK_ATTEMPTS})`);
+    log(`openclaw agent (${opts.label}): OpenClaw failed on its own (${transientOpenClawError(`${res.stderr}\n${res.stdout}`)}); running the turn again (attempt ${attempt + 1} of ${STATE_LOCK_ATTEMPTS})`);
     await new Promise((r) => setTimeout(r, 250 * attempt));
   }
 }
