@@ -411,8 +411,10 @@ impl Inner {
                 None => ctx_str(Prop::CallId)?,
             }
         };
-        let key = self.applied.borrow().key(&call, call_id.as_deref());
-        if mode == Mode::SafetyNet {
+        // Only the plugin's two tiers note and check decisions: no hash for `Plain`.
+        let key =
+            (mode != Mode::Plain).then(|| self.applied.borrow().key(&call, call_id.as_deref()));
+        if let (Mode::SafetyNet, Some(key)) = (mode, key) {
             let expected = self.applied.borrow_mut().take(key);
             if let Some(expected) = expected {
                 if holds(params_obj, &expected)? {
@@ -444,9 +446,11 @@ impl Inner {
                     engine.note_spawn(&need.session_key, spawner.as_deref());
                     return Ok(None);
                 }
-                if mode == Mode::Policy && !matches!(d.verdict, Verdict::Block(_)) {
-                    let expected = expected_after(d, &params, fields);
-                    self.applied.borrow_mut().note(key, expected);
+                if let (Mode::Policy, Some(key)) = (mode, key) {
+                    if !matches!(d.verdict, Verdict::Block(_)) {
+                        let expected = expected_after(d, &params, fields);
+                        self.applied.borrow_mut().note(key, expected);
+                    }
                 }
                 self.with_session(env, d, self.result(env, d, params_obj)?)
                     .map(Some)
