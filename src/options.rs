@@ -128,8 +128,8 @@ impl Options {
         }
         let mut obj = obj.clone();
         obj.remove("logger");
-        let raw: RawOptions = serde_json::from_value(serde_json::Value::Object(obj))
-            .map_err(|e| format!("invalid options: {e}"))?;
+        let raw: RawOptions = serde_path_to_error::deserialize(serde_json::Value::Object(obj))
+            .map_err(|e| format!("invalid options: {}: {}", e.path(), e.inner()))?;
 
         let path = raw
             .token_map_path
@@ -214,6 +214,21 @@ mod tests {
         assert!(e.starts_with("unknown options "), "{e}");
         assert!(
             e.contains("\"tokenMap\"") && e.contains("\"prefix\""),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_type_error_names_its_option() {
+        let e = Options::from_json(r#"{"tokenParam": 5}"#).unwrap_err();
+        assert_eq!(
+            e,
+            "invalid options: tokenParam: invalid type: integer `5`, expected a string"
+        );
+        let e =
+            Options::from_json(r#"{"rules": {"crossUserSend": {"enabled": "no"}}}"#).unwrap_err();
+        assert!(
+            e.starts_with("invalid options: rules.crossUserSend.enabled: "),
             "{e}"
         );
     }
