@@ -85,6 +85,14 @@ export interface IdentityOptions {
    * (the hook's ctx carries neither).
    */
   openclawConfig?: Record<string, unknown>;
+  /**
+   * `false`: load the map once and start no watcher, until `watch()` starts
+   * one (the plugin does this for OpenClaw's discovery registrations, and its
+   * service starts the watcher in a gateway). Default `true`. Not part of the
+   * options `configure` compares: the same options with `watch: false` keep
+   * the layer in force as it is.
+   */
+  watch?: boolean;
 }
 
 /** What the rules need of OpenClaw's session store. */
@@ -200,13 +208,20 @@ export class IdentityLayer {
   stats(): IdentityStats;
   /** Stops the watcher; the map in force stays in force. Idempotent. */
   close(): void;
+  /**
+   * Starts the watcher after `close()` (or `watch: false`), reading the map
+   * first. Idempotent. Throws if the watcher can't be started.
+   */
+  watch(): void;
 }
 
 /**
- * Configures the process-wide layer the plugin uses (one per JS thread: a
- * worker has its own). Idempotent: the same options return the same layer;
- * different options replace it, and the module's `beforeToolCall` and
- * `safetyNet` reach the new one from then on.
+ * Configures the layer the plugin uses. Idempotent: the same options return
+ * the same layer; different options replace it, and the module's
+ * `beforeToolCall` and `safetyNet` reach the new one from then on. Options
+ * are compared as the layer resolves them, so a default written out or left
+ * out is the same. One layer per JS realm (a worker has its own): every copy
+ * of the plugin loaded in a realm uses the first copy's addon.
  */
 export function configure(options?: IdentityOptions): IdentityLayer;
 
@@ -350,6 +365,23 @@ export function explain(options: {
   map?: string;
   config?: string;
 }): { ok: boolean; text: string; report: Explanation };
+
+/** One finding, in OpenClaw's `SecurityAuditFinding` shape. Never holds a token. */
+export interface AuditFinding {
+  /** `claw-identity.<check>`, e.g. `claw-identity.map_permissions`. */
+  checkId: string;
+  severity: 'info' | 'warn' | 'critical';
+  title: string;
+  detail: string;
+  /** The fix. */
+  remediation?: string;
+}
+
+/**
+ * The findings claw-identity adds to `openclaw security audit --deep` (and
+ * `claw-identity audit` prints), for the gateway config at `config`.
+ */
+export function audit(options: { config: string }): AuditFinding[];
 
 /** An agent of the map in force, by its token's fingerprint. */
 export interface AgentFingerprint {

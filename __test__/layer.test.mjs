@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 
 import { IdentityLayer, configure, beforeToolCall, fingerprint } from '../index.js';
-import { captureLogger, randomToken, recordEmitted, tempDir, writeMap, waitFor, assertNoTokenIn } from './helpers/support.mjs';
+import { captureLogger, randomToken, recordEmitted, tempDir, tick, writeMap, writeMapAtomic, waitFor, assertNoTokenIn } from './helpers/support.mjs';
 
 const FRANCIS = 'paco--francis';
 const DALI = 'paco--dali';
@@ -274,4 +274,33 @@ test('configure is idempotent and the process-wide beforeToolCall uses it', () =
 
 test('fingerprint is the first 12 hex digits of sha256', () => {
   assert.equal(fingerprint('abc'), 'ba7816bf8f01');
+});
+
+test('watch: false loads the map once and starts no watcher; watch() starts one, close() stops it, watch() again reads the map first', async () => {
+  const { layer, file, tokens } = setup({ watch: false });
+  const token = () => layer.beforeToolCall(notes(), { agentId: FRANCIS }).params.auth_token;
+  assert.equal(layer.stats().watcher, 'closed');
+  assert.equal(token(), tokens[FRANCIS]);
+  const t2 = randomToken();
+  writeMapAtomic(file, { [FRANCIS]: t2 });
+  await tick(300);
+  assert.equal(token(), tokens[FRANCIS], 'a layer with no watcher picked up a change');
+  layer.watch();
+  assert.notEqual(layer.stats().watcher, 'closed');
+  await waitFor(() => token() === t2, { what: 'the map read when the watcher starts' });
+  layer.watch(); // idempotent
+  layer.close();
+  assert.equal(layer.stats().watcher, 'closed');
+  const t3 = randomToken();
+  writeMapAtomic(file, { [FRANCIS]: t3 });
+  await tick(300);
+  assert.equal(token(), t2);
+  layer.watch();
+  await waitFor(() => token() === t3, { what: 'the map read again when the watcher restarts' });
+  layer.close();
+});
+
+test('options.watch must be a boolean', () => {
+  const { file } = setup();
+  assert.throws(() => new IdentityLayer({ tokenMapPath: file, watch: 'yes' }), /^Error: claw-identity: options\.watch must be a boolean$/);
 });

@@ -101,15 +101,10 @@ pub struct Layer {
 
 impl Layer {
     /// Loads the map once (a failure is logged, not returned: the map may
-    /// appear later) and starts the watcher.
-    pub fn new(opts: Options, log: Log) -> std::io::Result<Layer> {
+    /// appear later), with no watcher: the map stays as loaded until
+    /// `watch` starts one.
+    pub fn load(opts: Options, log: Log) -> Layer {
         let gate = opts.gate();
-        let watch = WatchConfig {
-            path: opts.token_map_path.clone(),
-            mode: opts.watcher,
-            poll_interval: Duration::from_millis(opts.poll_interval_ms),
-            heartbeat: HEARTBEAT,
-        };
         let shared = Arc::new(Shared {
             engine: Engine::new(opts),
             log,
@@ -125,23 +120,39 @@ impl Layer {
             shared.engine.options().token_map_path.display(),
             shared.snapshot.load().map.len()
         ));
+        Layer {
+            shared,
+            watcher: Mutex::new(None),
+        }
+    }
 
+    /// Starts the watcher, unless one runs; after `close`, starts a new one
+    /// (which reads the map again first). Idempotent.
+    pub fn watch(&self) -> std::io::Result<()> {
+        let mut slot = self.watcher.lock();
+        if slot.is_some() {
+            return Ok(());
+        }
+        let opts = self.shared.engine.options();
+        let config = WatchConfig {
+            path: opts.token_map_path.clone(),
+            mode: opts.watcher,
+            poll_interval: Duration::from_millis(opts.poll_interval_ms),
+            heartbeat: HEARTBEAT,
+        };
         let on_trigger = {
-            let shared = shared.clone();
+            let shared = self.shared.clone();
             Box::new(move |t: Trigger| match t {
                 Trigger::Watching | Trigger::Changed => shared.reload(),
                 Trigger::Heartbeat => shared.check_stale(),
             })
         };
         let on_fallback = {
-            let shared = shared.clone();
+            let shared = self.shared.clone();
             Box::new(move |why: &str| shared.log.warn(format_args!("{why}")))
         };
-        let watcher = Watcher::spawn(watch, on_trigger, on_fallback)?;
-        Ok(Layer {
-            shared,
-            watcher: Mutex::new(Some(watcher)),
-        })
+        *slot = Some(Watcher::spawn(config, on_trigger, on_fallback)?);
+        Ok(())
     }
 
     pub fn engine(&self) -> &Engine {

@@ -183,6 +183,8 @@ struct JsOptions {
     sessions: Option<Js>,
     /// OpenClaw's config (`api.config`): agents' workspaces and sandboxes.
     openclaw_config: Option<Js>,
+    /// `watch: false`: load the map once and start no watcher (yet).
+    watch: bool,
 }
 
 fn invalid(msg: impl Into<String>) -> Error {
@@ -192,6 +194,7 @@ fn invalid(msg: impl Into<String>) -> Error {
 fn js_options(options: Option<Js>) -> Result<JsOptions> {
     let mut rest = serde_json::Map::new();
     let (mut logger, mut sessions, mut openclaw_config) = (None, None, None);
+    let mut watch = true;
     if let Some(o) = options {
         match o.kind()? {
             Kind::Undefined => {}
@@ -206,6 +209,10 @@ fn js_options(options: Option<Js>) -> Result<JsOptions> {
                         "logger" => logger = Some(v),
                         "sessions" => sessions = Some(v),
                         "openclawConfig" => openclaw_config = Some(v),
+                        "watch" => match v.kind()? {
+                            Kind::Boolean => watch = v.bool()?,
+                            _ => return Err(invalid("options.watch must be a boolean")),
+                        },
                         _ => match exact(v, 0)? {
                             Ok(Some(v)) => {
                                 rest.insert(name, v);
@@ -229,6 +236,7 @@ fn js_options(options: Option<Js>) -> Result<JsOptions> {
         logger,
         sessions,
         openclaw_config,
+        watch,
     })
 }
 
@@ -240,6 +248,14 @@ fn openclaw_state_dir(home: Option<&std::path::Path>) -> std::path::PathBuf {
     }
 }
 
+/// Options as the layer resolves them (defaults filled in, `~` expanded),
+/// so that the same settings, written out or left to their defaults, are
+/// one layer: OpenClaw's config snapshots differ there.
+fn options_key(options: &JsOptions) -> Result<String> {
+    let opts = Options::from_json(&options.json).map_err(invalid)?;
+    Ok(format!("{opts:?}"))
+}
+
 impl Inner {
     fn new(env: &Env, options: &JsOptions) -> Result<Rc<Inner>> {
         let opts = Options::from_json(&options.json).map_err(invalid)?;
@@ -248,9 +264,10 @@ impl Inner {
             .sessions
             .map(|s| JsSessions::new(env, s))
             .transpose()?;
-        let layer = Layer::new(opts, log).map_err(|e| {
-            Error::from_reason(format!("claw-identity: cannot start the map watcher: {e}"))
-        })?;
+        let layer = Layer::load(opts, log);
+        if options.watch {
+            watch(&layer)?;
+        }
         let copy = env
             .run_script::<_, Function<Js, Js>>(copy_source(&layer.engine().interest().slots))?
             .create_ref()?;
@@ -799,6 +816,19 @@ impl IdentityLayer {
     pub fn close(&self) {
         self.inner.layer.close();
     }
+
+    /// Starts the watcher again after `close` (or after `watch: false`),
+    /// reading the map first. Idempotent. Throws if it can't be started.
+    #[napi(catch_unwind)]
+    pub fn watch(&self) -> Result<()> {
+        watch(&self.inner.layer)
+    }
+}
+
+fn watch(layer: &Layer) -> Result<()> {
+    layer.watch().map_err(|e| {
+        Error::from_reason(format!("claw-identity: cannot start the map watcher: {e}"))
+    })
 }
 
 /// Per JS thread (each worker has its own): the layer `configure` made.
@@ -838,7 +868,10 @@ pub fn configure(env: Env, options: Option<Js>) -> Result<Reference<IdentityLaye
     let options = js_options(options)?;
     let state = thread_state(&env)?;
     if let Some((key, layer)) = &*state.shared.borrow() {
-        if *key == options.json {
+        if *key == options_key(&options)? {
+            if options.watch {
+                watch(&layer.inner.layer)?;
+            }
             if let Some(store) = options.sessions {
                 layer.inner.attach_sessions(&env, store)?;
             }
@@ -853,7 +886,7 @@ pub fn configure(env: Env, options: Option<Js>) -> Result<Reference<IdentityLaye
     let old = state
         .shared
         .borrow_mut()
-        .replace((options.json, next.clone(env)?));
+        .replace((options_key(&options)?, next.clone(env)?));
     if let Some((_, old)) = old {
         old.inner.layer.close();
     }
