@@ -26,6 +26,7 @@ Commands:
   doctor      check the token map and the plugin's config; print agents by fingerprint
   explain     print the decision the layer would take for one tool call
   write-map   validate a token map and write it atomically
+  audit       print claw-identity's security-audit findings for a gateway config
   status      ask the running OpenClaw gateway for the live layer: map, reloads, counters
 
 Run ${prog} <command> --help for its options.
@@ -89,6 +90,26 @@ Exit status: 0 written, or already up to date,
                on disk is the one that was there before,
              2 usage error.
 `,
+  audit: `Usage: ${prog} audit [--config FILE] [--json]
+
+Prints the findings claw-identity adds to \`openclaw security audit --deep\`,
+each with its fix: whether OpenClaw loads the plugin and its trusted policy,
+the map's owner and permissions, the map within reach of agents' file and
+shell tools, OpenClaw settings that open sessions across users, and options
+that weaken the layer (onMissingToken "pass" with agents missing from the
+map, allowGroupReadable). OpenClaw 2026.9.6 runs plugin collectors only
+inside a process that has loaded the plugin, which \`openclaw security audit\`
+is not, so this command is how to see them there. No token is printed.
+
+  --config FILE    the gateway's openclaw.json (JSON5); under OpenClaw, its
+                   own config by default
+  --json           print the findings as JSON (OpenClaw's finding shape)
+  -h, --help       this help
+
+Exit status: 0 no critical or warn finding,
+             1 at least one critical or warn finding,
+             2 usage error.
+`,
   status: `Usage: ${prog} status [--url URL] [--timeout MS] [--json]
 
 Asks the running OpenClaw gateway (method claw-identity.status) about the
@@ -129,6 +150,7 @@ const COMMANDS = {
     run: runExplain,
   },
   'write-map': { options: { from: { type: 'string' } }, required: ['from'], run: runWriteMap },
+  audit: { options: {}, required: ['config'], run: runAudit },
   status: {
     options: { url: { type: 'string' }, timeout: { type: 'string' }, json: { type: 'boolean' }, help: COMMON.help },
     common: false,
@@ -211,6 +233,29 @@ async function runWriteMap(o, lib, io) {
   if (o.json) io.json(w);
   else io.say(w.changed ? `wrote ${w.path} (${agents})` : `unchanged: ${w.path} already holds this map (${agents}); not rewritten`);
   return EXIT_OK;
+}
+
+async function runAudit(o, lib, io) {
+  if (o.map !== undefined) throw new UsageError('--map is not an audit option: the map is the one the config names');
+  const findings = lib.audit({ config: o.config });
+  if (o.json) io.json(findings);
+  else io.say(renderFindings(findings, o.config));
+  return findings.some((f) => f.severity !== 'info') ? EXIT_PROBLEM : EXIT_OK;
+}
+
+const SEVERITY_ORDER = { critical: 0, warn: 1, info: 2 };
+
+/** Findings for a terminal: one block each, most severe first. */
+export function renderFindings(findings, config) {
+  let out = `claw-identity audit\n  config  ${config}\n\n`;
+  if (findings.length === 0) return `${out}no findings\n`;
+  const ordered = findings.toSorted((a, b) => SEVERITY_ORDER[a.severity] - SEVERITY_ORDER[b.severity]);
+  for (const f of ordered) {
+    out += `${f.severity.toUpperCase().padEnd(8)}  ${f.checkId}: ${f.title}\n`;
+    out += `          ${f.detail}\n`;
+    if (f.remediation) out += `          fix: ${f.remediation}\n`;
+  }
+  return out;
 }
 
 /** The gateway's `claw-identity.status` answer, for a terminal. */
@@ -299,12 +344,12 @@ async function main(argv, io) {
     io.say(HELP[name]);
     return EXIT_OK;
   }
+  // Under OpenClaw, the config is the gateway's own unless --config names another.
+  if (cmd.common !== false && values.config === undefined && io.activeConfig) values.config = await io.activeConfig();
   const missing = cmd.required.filter((k) => values[k] === undefined);
   if (missing.length > 0) {
     throw new UsageError(`missing ${missing.map((k) => `--${k}`).join(', ')}`, name);
   }
-  // Under OpenClaw, the config is the gateway's own unless --config names another.
-  if (cmd.common !== false && values.config === undefined && io.activeConfig) values.config = await io.activeConfig();
   // Loaded only now, so --help works even where the addon cannot load.
   const lib = await import('./index.js');
   try {

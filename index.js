@@ -2,7 +2,7 @@
 // OpenClaw. Every decision is made in Rust; nothing here decides.
 import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
-import { registerCommands, registerOperatorSurfaces } from './ops.js';
+import { registerCommands, registerOperatorSurfaces, registerWatcherService } from './ops.js';
 
 if (process.platform !== 'linux' || process.arch !== 'x64') {
   throw new Error(
@@ -11,7 +11,20 @@ if (process.platform !== 'linux' || process.arch !== 'x64') {
 }
 // A literal path: OpenClaw copies plugin code and follows literal requires,
 // and no environment variable can redirect which binary is loaded.
-const native = createRequire(import.meta.url)('./claw-identity.linux-x64-gnu.node');
+const loaded = Object.freeze(createRequire(import.meta.url)('./claw-identity.linux-x64-gnu.node'));
+const { version } = createRequire(import.meta.url)('./package.json');
+
+// OpenClaw loads each registration of a plugin from a copy of its own, and a
+// gateway runs its tool calls through another registration than the one
+// that runs its services and answers its gateway methods. So that all of
+// them share one layer (one map, one watcher, one set of counters, which
+// `status` and health report), the first copy of this version loaded in a JS
+// realm is the one every later copy uses. Once set, the slot can't be
+// replaced; code that runs before this plugin could plant it, as it could
+// patch the addon loader itself (docs/threat-model.md).
+const SHARED = Symbol.for('claw-identity.native');
+if (!Object.hasOwn(globalThis, SHARED)) Object.defineProperty(globalThis, SHARED, { value: Object.freeze({ version, native: loaded }) });
+const native = globalThis[SHARED].version === version ? globalThis[SHARED].native : loaded;
 
 export const { IdentityLayer, configure, beforeToolCall, safetyNet, redactToolResult, stats, fingerprint, noop } = native;
 
@@ -48,8 +61,15 @@ export default {
     if (api.registrationMode === 'cli-metadata') return registerCommands(api);
     const sessions = sessionStoreOf(api);
     // Every registration reaches the layer in force: a later registration
-    // with other options replaces it for the earlier ones too.
-    native.configure({ ...(api.pluginConfig ?? {}), logger: api.logger, sessions, openclawConfig: api.config });
+    // with other options replaces it for the earlier ones too. OpenClaw
+    // 2026.9.6 runs a gateway's tool calls through a "discovery" registration,
+    // another instance of this module: configure() gives it the same layer
+    // (one map, one watcher, one set of counters). The watcher starts here,
+    // since `openclaw agent --local` starts no services; in a gateway the
+    // service below then owns it.
+    const configure = (config, pluginConfig = config?.plugins?.entries?.[PLUGIN_ID]?.config) =>
+      native.configure({ ...(pluginConfig ?? {}), logger: api.logger, sessions, openclawConfig: config });
+    const layer = configure(api.config, api.pluginConfig);
     let tier = 'the ordinary before_tool_call hook only (this OpenClaw has no trusted tool policies)';
     if (typeof api.registerTrustedToolPolicy === 'function') {
       api.registerTrustedToolPolicy({
@@ -63,6 +83,7 @@ export default {
     // Every tool result, before any model sees it: tokens become fingerprints.
     api.registerAgentToolResultMiddleware?.(native.redactToolResult, { runtimes: ['openclaw', 'codex'] });
     registerOperatorSurfaces(api, native);
+    if (api.registrationMode === 'full') registerWatcherService(api, native, configure, layer);
     if (api.registrationMode === 'full') {
       api.logger.info(`[claw-identity] identity is enforced by ${tier}`);
       if (sessions === undefined) {
@@ -115,6 +136,12 @@ export function writeTokenMapSync(path, map) {
 export function doctor({ map, config } = {}) {
   const r = native.opsDoctor(map, config);
   return { ok: r.ok, text: r.text, report: JSON.parse(r.json) };
+}
+
+/** The findings claw-identity adds to `openclaw security audit`, for the gateway config `config`. */
+export function audit({ config } = {}) {
+  if (typeof config !== 'string' || config === '') throw new TypeError('claw-identity: audit(): config must be the path of an openclaw.json');
+  return JSON.parse(native.opsAudit(config));
 }
 
 /** `claw-identity explain` as data: `{ ok, text, report }`. */

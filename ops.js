@@ -1,6 +1,7 @@
 // claw-identity's operator surfaces in OpenClaw: the `openclaw claw-identity`
-// commands, the `claw-identity.status` gateway method and the findings for
-// `openclaw security audit`. Wiring only: the checks run in Rust (ops::audit),
+// commands, the `claw-identity.status` gateway method, the findings for
+// `openclaw security audit`, and the watcher as an OpenClaw service with its
+// health and reload policy. Wiring only: the checks run in Rust (ops::audit),
 // the commands in cli.js, loaded when one of them runs.
 import { createRequire } from 'node:module';
 
@@ -8,6 +9,11 @@ const require = createRequire(import.meta.url);
 const { version } = require('./package.json');
 /** `openclaw claw-identity`, as the manifest declares it for `openclaw --help`. */
 const [COMMAND] = require('./openclaw.plugin.json').cliCommands;
+
+/** Where OpenClaw keeps this plugin's options. */
+export const CONFIG_PREFIX = 'plugins.entries.claw-identity.config';
+/** How often the service compares the layer's state with what it last reported. */
+const HEALTH_INTERVAL_MS = 1000;
 
 /** The gateway method's answer: the live layer's stats and its map's agents by fingerprint (never a token). */
 export function statusOf(native) {
@@ -27,4 +33,76 @@ export function registerOperatorSurfaces(api, native) {
   // profileAccess stays "required" (the default): it reads the live layer.
   api.registerGatewayMethod?.('claw-identity.status', ({ respond }) => respond(true, statusOf(native)), { scope: 'operator.read' });
   api.registerSecurityAuditCollector?.((ctx) => JSON.parse(native.opsAudit(ctx.configPath)));
+}
+
+/**
+ * What OpenClaw's health should show for the layer in force, or null when
+ * all is well. Built from stats(), so it never holds a token.
+ */
+export function healthProblem(s) {
+  if (!s) return 'claw-identity is not configured';
+  const path = s.tokenMapPath;
+  if (!s.loaded) return `no token map is in force: ${s.lastError ?? `${path} has not been read`}. Calls that need a token get none until ${path} is a valid map`;
+  if (s.stale) return `the token map has been unusable for longer than maxStaleSeconds, so every agent counts as missing: ${s.lastError ?? 'see the log'}`;
+  if (s.lastError) return `${path} is not in force: ${s.lastError}. The last good map (${s.agents} agents) stays in force until the file is fixed`;
+  return null;
+}
+
+// Services running the watcher. OpenClaw can start a new registry's service
+// before it stops the old one's, so the watcher stops only when none runs.
+let running = 0;
+
+/**
+ * The token-map watcher as an OpenClaw service: started and stopped with the
+ * gateway, restarted with the committed config when the plugin's options
+ * change (hot, with no plugin reload), and reporting an unusable map to
+ * OpenClaw's health (`openclaw health`, `plugins.list`) until it is good again.
+ *
+ * `configure(openclawConfig)` configures the layer for that config and
+ * returns it; `current` is the layer register() configured.
+ */
+export function registerWatcherService(api, native, configure, current) {
+  if (typeof api.registerService !== 'function') return;
+  let timer;
+  let started = false;
+  api.registerService({
+    id: 'claw-identity',
+    reload: { configPrefixes: [CONFIG_PREFIX] },
+    start(ctx) {
+      // Options that don't validate leave the layer in force as it is, and
+      // are reported until they are fixed.
+      let invalid = null;
+      try {
+        current = configure(ctx.config);
+      } catch (err) {
+        invalid = `the options under ${CONFIG_PREFIX} were not applied: ${err.message.replace(/^claw-identity: /, '')}`;
+      }
+      current.watch();
+      started = true;
+      running += 1;
+      let shown = null;
+      const check = () => {
+        const problem = invalid ?? healthProblem(native.stats());
+        if (problem === shown) return;
+        shown = problem;
+        if (problem === null) ctx.serviceHealth?.clearFailure();
+        else ctx.serviceHealth?.reportFailure(new Error(`claw-identity: ${problem}`));
+      };
+      check();
+      timer = setInterval(check, HEALTH_INTERVAL_MS);
+      timer.unref();
+    },
+    stop() {
+      clearInterval(timer);
+      if (!started) return;
+      started = false;
+      running -= 1;
+      // The map in force stays in force; only its watching stops (once no
+      // other registration's module instance uses the layer either).
+      if (running === 0) current.close();
+    },
+  });
+  // A change of the plugin's options restarts this service (above) and
+  // nothing else: no plugin reload, no MCP runtimes disposed.
+  api.registerReload?.({ hotPrefixes: [CONFIG_PREFIX] });
 }

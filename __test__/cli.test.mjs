@@ -631,8 +631,38 @@ test('write-map usage errors exit 2', () => {
 
 // ---- help and exit codes ----
 
+test('audit prints the security findings for a config, each with its fix, most severe first; exit 1 on a warn or critical', () => {
+  const { dir, map, tokens } = healthy();
+  const cfg = config(
+    dir,
+    `{ plugins: { entries: { "claw-identity": { enabled: true, config: { tokenMapPath: "${map}", allowGroupReadable: true } } } },
+       agents: { entries: { "${FRANCIS}": { sandbox: { mode: "all" } }, "${DALI}": { sandbox: { mode: "all" } } } } }`,
+  );
+  const r = cli(['audit', '--config', cfg]);
+  assert.equal(r.code, 1, r.stderr);
+  assertNoTokenIn(r.stdout, 'audit output');
+  const json = cli(['audit', '--config', cfg, '--json']);
+  const findings = JSON.parse(json.stdout);
+  assert.deepEqual(findings.map((f) => f.checkId), ['claw-identity.allow_group_readable']);
+  const [f] = findings;
+  assert.equal(f.severity, 'warn');
+  assert.equal(r.stdout, `claw-identity audit\n  config  ${cfg}\n\nWARN      ${f.checkId}: ${f.title}\n          ${f.detail}\n          fix: ${f.remediation}\n`);
+  for (const t of Object.values(tokens)) assert.ok(!json.stdout.includes(fingerprint(t)), 'audit names a token, even by fingerprint');
+
+  // The same config without the option: nothing to report, exit 0.
+  const clean = config(dir, fs.readFileSync(cfg, 'utf8').replace('allowGroupReadable: true', 'allowGroupReadable: false'));
+  const ok = cli(['audit', '--config', clean]);
+  assert.equal(ok.code, 0, ok.stdout);
+  assert.equal(ok.stdout, `claw-identity audit\n  config  ${clean}\n\nno findings\n`);
+
+  // The standalone command has no gateway config of its own.
+  const usage = cli(['audit']);
+  assert.equal(usage.code, 2);
+  assert.match(usage.stderr, /^claw-identity audit: missing --config\n/);
+});
+
 test('every command has --help, with the exit codes scripts rely on', () => {
-  for (const cmd of ['doctor', 'explain', 'write-map']) {
+  for (const cmd of ['doctor', 'explain', 'write-map', 'audit']) {
     const r = cli([cmd, '--help']);
     assert.equal(r.code, 0, cmd);
     assert.ok(r.stdout.startsWith(`Usage: claw-identity ${cmd} `), r.stdout);

@@ -3,10 +3,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 import plugin, { IdentityLayer, stats } from '../index.js';
-import { captureLogger, randomToken, recordEmitted, tempDir, waitFor, writeMap } from './helpers/support.mjs';
+import { captureLogger, randomToken, recordEmitted, tempDir, tick, waitFor, writeMap, writeMapAtomic } from './helpers/support.mjs';
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const manifest = JSON.parse(fs.readFileSync(path.join(root, 'openclaw.plugin.json'), 'utf8'));
@@ -158,4 +158,181 @@ test('the safety net checks the policy\'s own rewrite of the same call instead o
   const fixed = api.hooks[0].handler({ ...event, toolCallId: 'call-2' }, { ...ctx, toolCallId: 'call-2' });
   assert.equal(fixed.params.auth_token, t2);
   await waitFor(() => log.has(/trusted tool-policy tier did not run/), { what: 'the loud line for the undone rewrite' });
+});
+
+// ---- the watcher as an OpenClaw service (issue 14) ----
+
+const CONFIG_PREFIX = 'plugins.entries.claw-identity.config';
+
+/** A fake api that also takes services and reload policies, as a gateway's does. */
+function gatewayApi(config) {
+  const f = fakeApi(config);
+  f.api.services = [];
+  f.api.reloads = [];
+  f.api.registerService = (s) => f.api.services.push(s);
+  f.api.registerReload = (r) => f.api.reloads.push(r);
+  return f;
+}
+
+/** What OpenClaw hands a service: the committed config, and a health reporter we can read. */
+function serviceCtx(pluginConfig) {
+  const health = { failures: [], clears: 0 };
+  health.reportFailure = (e) => health.failures.push(String(e?.message ?? e));
+  health.clearFailure = () => (health.clears += 1);
+  return { ctx: { config: { plugins: { entries: { 'claw-identity': { config: pluginConfig } } } }, serviceHealth: health }, health };
+}
+
+const call = (api, agentId) => api.policies[0].evaluate({ toolName: 'claw-os__claw_notes', params: {} }, { agentId })?.params?.auth_token;
+
+test('in a gateway the watcher is a service: stopped and started by OpenClaw, with a hot reload policy for the plugin options', async () => {
+  const t1 = randomToken();
+  const file = mapWith({ 'paco--francis': t1 });
+  const { api } = gatewayApi({ tokenMapPath: file });
+  plugin.register(api);
+  assert.equal(api.services.length, 1);
+  const [service] = api.services;
+  assert.equal(service.id, 'claw-identity');
+  assert.deepEqual(service.reload, { configPrefixes: [CONFIG_PREFIX] });
+  assert.deepEqual(api.reloads, [{ hotPrefixes: [CONFIG_PREFIX] }]);
+
+  const { ctx } = serviceCtx({ tokenMapPath: file });
+  service.start(ctx);
+  assert.notEqual(stats().watcher, 'closed');
+  service.stop(ctx);
+  // Stopped with the gateway: no watcher, and the map in force stays in force.
+  assert.equal(stats().watcher, 'closed');
+  const t2 = randomToken();
+  writeMapAtomic(file, { 'paco--francis': t2 });
+  await tick(300);
+  assert.equal(call(api, 'paco--francis'), t1);
+  // Started again: it reads the map first.
+  service.start(ctx);
+  assert.notEqual(stats().watcher, 'closed');
+  await waitFor(() => call(api, 'paco--francis') === t2, { what: 'the map read again when the service starts' });
+  service.stop(ctx);
+});
+
+test('a changed tokenMapPath restarts the service with the committed config: the next call uses the new map', async () => {
+  const old = mapWith({ 'paco--francis': randomToken() });
+  const { api } = gatewayApi({ tokenMapPath: old });
+  plugin.register(api);
+  const [service] = api.services;
+  const first = serviceCtx({ tokenMapPath: old });
+  service.start(first.ctx);
+  const t = randomToken();
+  const moved = mapWith({ 'paco--francis': t });
+  // What OpenClaw does for a change under plugins.entries.claw-identity.config.
+  service.stop(first.ctx);
+  const next = serviceCtx({ tokenMapPath: moved });
+  service.start(next.ctx);
+  assert.equal(stats().tokenMapPath, moved);
+  assert.notEqual(stats().watcher, 'closed');
+  // The registration made before the change reaches the new layer.
+  assert.equal(call(api, 'paco--francis'), t);
+  assert.deepEqual(next.health.failures, []);
+  service.stop(next.ctx);
+});
+
+test('options that do not validate on a reload are reported to health, and the layer in force keeps running', async () => {
+  const t = randomToken();
+  const file = mapWith({ 'paco--francis': t });
+  const { api } = gatewayApi({ tokenMapPath: file });
+  plugin.register(api);
+  const [service] = api.services;
+  const bad = serviceCtx({ tokenMapPath: file, tokenParam: 5 });
+  service.start(bad.ctx);
+  assert.equal(bad.health.failures.length, 1);
+  assert.match(bad.health.failures[0], /^claw-identity: the options under plugins\.entries\.claw-identity\.config were not applied: invalid options: tokenParam: invalid type: integer `5`, expected a string$/);
+  assert.equal(stats().tokenMapPath, file);
+  assert.notEqual(stats().watcher, 'closed');
+  assert.equal(call(api, 'paco--francis'), t);
+  service.stop(bad.ctx);
+});
+
+test('an unusable map is reported to OpenClaw health, without a token, and cleared when the map is good again', async () => {
+  const t = randomToken();
+  const file = mapWith({ 'paco--francis': t });
+  const { api } = gatewayApi({ tokenMapPath: file });
+  plugin.register(api);
+  const [service] = api.services;
+  const { ctx, health } = serviceCtx({ tokenMapPath: file });
+  service.start(ctx);
+  assert.deepEqual(health.failures, []);
+  writeMapAtomic(file, `{"paco--francis": "${t}"`);
+  await waitFor(() => health.failures.length === 1, { timeoutMs: 10_000, intervalMs: 50, what: 'the failure report' });
+  assert.match(health.failures[0], /is not in force: .*not a valid token map.* The last good map \(1 agents\) stays in force until the file is fixed$/);
+  assert.ok(!health.failures[0].includes(t.slice(0, 16)), 'the report holds part of a token');
+  assert.equal(call(api, 'paco--francis'), t);
+  writeMapAtomic(file, { 'paco--francis': t });
+  await waitFor(() => health.clears === 1, { timeoutMs: 10_000, intervalMs: 50, what: 'the failure cleared' });
+  assert.equal(health.failures.length, 1, 'reported more than once');
+  service.stop(ctx);
+});
+
+test('when OpenClaw overlaps an old and a new service, the watcher stops only with the last one', () => {
+  const file = mapWith({ 'paco--francis': randomToken() });
+  const a = gatewayApi({ tokenMapPath: file });
+  const b = gatewayApi({ tokenMapPath: file });
+  plugin.register(a.api);
+  plugin.register(b.api);
+  const { ctx } = serviceCtx({ tokenMapPath: file });
+  a.api.services[0].start(ctx);
+  b.api.services[0].start(ctx);
+  a.api.services[0].stop(ctx);
+  assert.notEqual(stats().watcher, 'closed');
+  a.api.services[0].stop(ctx); // at most once per start: a second stop changes nothing
+  assert.notEqual(stats().watcher, 'closed');
+  b.api.services[0].stop(ctx);
+  assert.equal(stats().watcher, 'closed');
+});
+
+test('a discovery registration (OpenClaw runs a gateway\'s tool calls through it) watches its map, and registers no service', () => {
+  const file = mapWith({ 'paco--francis': randomToken() });
+  const { api } = gatewayApi({ tokenMapPath: file, pollIntervalMs: 1234 });
+  api.registrationMode = 'discovery';
+  plugin.register(api);
+  assert.equal(stats().tokenMapPath, file);
+  assert.notEqual(stats().watcher, 'closed');
+  assert.deepEqual(api.services, []);
+  assert.equal(api.policies.length, 1);
+});
+
+test('configure() treats a default written out and one left out as the same options: one layer, loaded once', async () => {
+  const { configure } = await import('../index.js');
+  const file = mapWith({ 'paco--francis': randomToken() });
+  const first = captureLogger();
+  configure({ tokenMapPath: file, logger: first.logger });
+  assert.ok(first.has(/plugin loaded/));
+  const second = captureLogger();
+  // As OpenClaw's runtime snapshot has it, with the schema's defaults filled in.
+  configure({ tokenMapPath: file, toolPrefix: 'claw-os__', tokenParam: 'auth_token', onMissingToken: 'pass', watcher: 'auto', logger: second.logger });
+  assert.ok(!second.has(/plugin loaded/), 'the same settings made a second layer');
+  const third = captureLogger();
+  configure({ tokenMapPath: file, onMissingToken: 'block', logger: third.logger });
+  assert.ok(third.has(/plugin loaded/), 'other settings did not make a new layer');
+});
+
+test('another copy of the plugin loaded in the same realm (OpenClaw loads each registration from a copy) shares the first copy\'s layer', async () => {
+  const dir = tempDir();
+  for (const f of ['index.js', 'ops.js', 'package.json', 'openclaw.plugin.json', 'claw-identity.linux-x64-gnu.node']) {
+    fs.copyFileSync(path.join(root, f), path.join(dir, f));
+  }
+  const copy = await import(pathToFileURL(path.join(dir, 'index.js')).href);
+  const original = await import('../index.js');
+  assert.notEqual(copy.default, original.default, 'not a second module instance');
+  assert.equal(copy.beforeToolCall, original.beforeToolCall);
+  // A registration through the copy (as OpenClaw's "discovery" one) reaches
+  // the layer the original's status and health read.
+  const t = randomToken();
+  const file = mapWith({ 'paco--francis': t });
+  const { api } = fakeApi({ tokenMapPath: file }, 'discovery');
+  copy.default.register(api);
+  assert.equal(stats().tokenMapPath, file);
+  const before = stats().injected;
+  assert.equal(call(api, 'paco--francis'), t);
+  assert.equal(stats().injected, before + 1);
+  // The shared slot can't be replaced.
+  const slot = Symbol.for('claw-identity.native');
+  assert.throws(() => Object.defineProperty(globalThis, slot, { value: {} }), TypeError);
+  assert.ok(Object.isFrozen(globalThis[slot]) && Object.isFrozen(globalThis[slot].native));
 });

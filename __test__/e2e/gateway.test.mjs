@@ -7,6 +7,8 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
 import * as h from "./harness.mjs";
 import { startModelServer, marker, fakeToken } from "./fixtures/model-server.mjs";
 
@@ -108,6 +110,47 @@ describe("claw-identity in a running gateway (default rules)", () => {
     const uptimeAfter = await s.gateway.uptimeMs();
     assert.ok(typeof uptimeBefore === "number" && typeof uptimeAfter === "number", `uptime not reported (${uptimeBefore}, ${uptimeAfter})`);
     assert.ok(uptimeAfter > uptimeBefore, `the gateway restarted in process (uptime ${uptimeBefore} -> ${uptimeAfter} ms)`);
+  });
+
+  it("a new tokenMapPath in the running gateway's config is applied hot: the next call carries the token from the new map", async () => {
+    const { run } = s;
+    const uptimeBefore = await s.gateway.uptimeMs();
+    // The new map, in a folder of its own (inside secrets/, which the leak scan skips).
+    const dir = path.join(run.secrets, "moved");
+    fs.mkdirSync(dir, { mode: 0o700 });
+    const moved = path.join(dir, "agent-tokens.json");
+    const fresh = h.makeTokens();
+    for (const [a, t] of Object.entries(fresh)) s.allTokens[`${a} (moved map)`] = t;
+    fs.writeFileSync(moved, JSON.stringify(fresh), { mode: 0o600 });
+    const old = s.tokens;
+    const registrations = () => h.logMessages(run).filter((l) => l.includes("identity is enforced by")).length;
+    const registeredBefore = registrations();
+    h.patchConfig(run, { plugins: { entries: { "claw-identity": { config: { tokenMapPath: moved } } } } });
+    // The service restarts with the committed config and loads the new map.
+    await h.waitFor(() => h.logMessages(run).some((l) => l.includes(`plugin loaded; token map = ${moved} (3 agents)`)), {
+      timeoutMs: 60_000,
+      what: "the plugin loading the map named by the new config",
+    });
+
+    const tag = nonce();
+    const wrong = `moved-${tag}`;
+    const res = await h.agentViaGateway(run, { agent: FRANCIS, message: `Save a note. ${marker("notes", { wrong, tag })}` });
+    assert.equal(res.code, 0, `openclaw agent exited ${res.code}: ${h.tail(res)}`);
+    const calls = s.callsFor(tag);
+    assert.equal(calls.length, 1, `calls: ${h.describeCalls(h.readCalls(run), fresh)}`);
+    const got = h.who(calls[0].args.auth_token, { [`${FRANCIS} (new map)`]: fresh[FRANCIS] }, { [`${FRANCIS} (old map)`]: old[FRANCIS], "model's wrong token": fakeToken(wrong) });
+    assert.equal(got, `${FRANCIS} (new map)`);
+    s.tokens = fresh;
+    // Hot: the same gateway process, never restarted, and no plugin reload.
+    assert.ok(s.gateway.alive(), "the gateway process is not the one we started");
+    const uptimeAfter = await s.gateway.uptimeMs();
+    assert.ok(uptimeAfter > uptimeBefore, `the gateway restarted in process (uptime ${uptimeBefore} -> ${uptimeAfter} ms)`);
+    assert.equal(registrations(), registeredBefore, "the plugin was registered again: the config change reloaded every plugin");
+    // `status` reads the layer the calls went through: the new map, and every call counted.
+    const st = await h.openclaw(run, ["claw-identity", "status", "--json"], { env: { OPENCLAW_GATEWAY_TOKEN: run.gatewayToken }, label: "status" });
+    assert.equal(st.code, 0, h.tail(st));
+    assert.equal(st.json.stats.tokenMapPath, moved);
+    assert.ok(st.json.stats.injected >= 1, `status counted ${st.json.stats.injected} injected calls`);
   });
 
   it("scenario 6: the log has the load and decision lines; no token from the map appears outside the MCP server's record", async () => {

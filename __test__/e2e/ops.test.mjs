@@ -88,6 +88,37 @@ describe("operating claw-identity from OpenClaw", () => {
     assert.equal(again.stdout, `unchanged: ${s.run.tokenMapPath} already holds this map (3 agents); not rewritten\n`);
   });
 
+  it("`openclaw claw-identity audit` prints the security-audit findings; `openclaw security audit` flags the manifest's dangerous options", async () => {
+    // A weakened config: a group-readable map accepted.
+    const entry = (v) => ({ plugins: { entries: { "claw-identity": { config: { allowGroupReadable: v } } } } });
+    h.patchConfig(s.run, entry(true));
+    try {
+      const native = await oc(s.run, ["audit"]);
+      const standalone = await bin(s.run, ["audit", "--config", s.run.configPath]);
+      noTokens(native.stdout + native.stderr + standalone.stdout);
+      assert.equal(standalone.code, 1, standalone.stderr);
+      assert.equal(native.code, 1, h.tail(native));
+      assert.equal(report(native.stdout), standalone.stdout);
+      assert.match(standalone.stdout, /^WARN {6}claw-identity\.allow_group_readable: /m);
+      const json = await bin(s.run, ["audit", "--config", s.run.configPath, "--json"]);
+      const ids = JSON.parse(json.stdout).map((f) => f.checkId);
+      assert.ok(ids.includes("claw-identity.allow_group_readable"), ids.join(", "));
+      // Every finding carries its fix.
+      for (const f of JSON.parse(json.stdout)) assert.ok(f.remediation, `${f.checkId} has no fix`);
+
+      const audit = await h.openclaw(s.run, ["security", "audit", "--json"], { label: "security-audit" });
+      noTokens(audit.stdout + audit.stderr);
+      assert.equal(audit.code, 0, h.tail(audit));
+      const flags = audit.json?.findings?.find((f) => f.checkId === "config.insecure_or_dangerous_flags");
+      assert.ok(flags, `no dangerous-flags finding: ${(audit.json?.findings ?? []).map((f) => f.checkId).join(", ")}`);
+      assert.match(flags.detail, /plugins\.entries\.claw-identity\.config\.allowGroupReadable=true/);
+    } finally {
+      h.patchConfig(s.run, entry(false));
+    }
+    const clean = await bin(s.run, ["audit", "--config", s.run.configPath, "--json"]);
+    assert.ok(!JSON.parse(clean.stdout).some((f) => f.checkId === "claw-identity.allow_group_readable"));
+  });
+
   it("`openclaw claw-identity status` without a gateway says none runs (exit 1)", async () => {
     const r = await oc(s.run, ["status"]);
     assert.equal(r.code, 1, h.tail(r));
@@ -130,5 +161,42 @@ describe("operating claw-identity from OpenClaw", () => {
     );
     assert.equal(after.stats.lastError, null);
     noTokens(JSON.stringify(after));
+  });
+
+  it("an unusable map shows in OpenClaw's own health (`openclaw health`) until the map is good again", async () => {
+    assert.ok(s.gateway, "the gateway of the test above is not running");
+    const ours = async () => {
+      const r = await h.openclaw(s.run, ["health", "--json"], { env: { OPENCLAW_GATEWAY_TOKEN: s.run.gatewayToken }, label: "health" });
+      noTokens(r.stdout + r.stderr);
+      const errors = r.json?.plugins?.errors;
+      return Array.isArray(errors) ? errors.filter((e) => e.id === "claw-identity") : undefined;
+    };
+    assert.deepEqual(await ours(), []);
+
+    // A rotation that goes wrong: the writer leaves a map that isn't JSON.
+    const tmp = path.join(s.run.secrets, ".broken.tmp");
+    fs.writeFileSync(tmp, '{ "paco--francis": ', { mode: 0o600 });
+    fs.renameSync(tmp, s.run.tokenMapPath);
+    // OpenClaw serves health from a snapshot it refreshes in the background.
+    const failing = await h.waitFor(async () => {
+      const errors = await ours();
+      return errors?.length ? errors : null;
+    }, {
+      timeoutMs: 90_000,
+      intervalMs: 2000,
+      what: "claw-identity's service failure in openclaw health",
+    });
+    assert.equal(failing.length, 1);
+    assert.equal(failing[0].failurePhase, "service");
+    assert.match(failing[0].error, /^service claw-identity: claw-identity: .*token-map\.json is not in force: .*not a valid token map.*The last good map \(3 agents\) stays in force until the file is fixed/);
+
+    const fresh = h.makeTokens();
+    for (const [a, t] of Object.entries(fresh)) s.tokens[`${a} (after the broken map)`] = t;
+    h.writeTokenMap(s.run, fresh);
+    await h.waitFor(async () => ((await ours())?.length === 0 ? true : null), {
+      timeoutMs: 90_000,
+      intervalMs: 2000,
+      what: "the failure cleared from openclaw health once the map is good again",
+    });
   });
 });
