@@ -19,12 +19,15 @@ const { version } = createRequire(import.meta.url)('./package.json');
 // that runs its services and answers its gateway methods. So that all of
 // them share one layer (one map, one watcher, one set of counters, which
 // `status` and health report), the first copy of this version loaded in a JS
-// realm is the one every later copy uses. Once set, the slot can't be
-// replaced; code that runs before this plugin could plant it, as it could
-// patch the addon loader itself (docs/threat-model.md).
+// realm is the one every later copy uses, with the count of the services
+// watching its map. Once set, the slot can't be replaced; code that runs
+// before this plugin could plant it, as it could patch the addon loader
+// itself (docs/threat-model.md).
 const SHARED = Symbol.for('claw-identity.native');
-if (!Object.hasOwn(globalThis, SHARED)) Object.defineProperty(globalThis, SHARED, { value: Object.freeze({ version, native: loaded }) });
-const native = globalThis[SHARED].version === version ? globalThis[SHARED].native : loaded;
+const own = { version, native: loaded, watchers: { running: 0 } };
+if (!Object.hasOwn(globalThis, SHARED)) Object.defineProperty(globalThis, SHARED, { value: Object.freeze(own) });
+const shared = globalThis[SHARED].version === version ? globalThis[SHARED] : own;
+const { native } = shared;
 
 export const { IdentityLayer, configure, beforeToolCall, safetyNet, redactToolResult, stats, fingerprint, noop } = native;
 
@@ -61,12 +64,10 @@ export default {
     if (api.registrationMode === 'cli-metadata') return registerCommands(api);
     const sessions = sessionStoreOf(api);
     // Every registration reaches the layer in force: a later registration
-    // with other options replaces it for the earlier ones too. OpenClaw
-    // 2026.9.6 runs a gateway's tool calls through a "discovery" registration,
-    // another instance of this module: configure() gives it the same layer
-    // (one map, one watcher, one set of counters). The watcher starts here,
-    // since `openclaw agent --local` starts no services; in a gateway the
-    // service below then owns it.
+    // with other options replaces it for the earlier ones too, including
+    // those of other copies of this module, which use this addon (above).
+    // The watcher starts here, since `openclaw agent --local` starts no
+    // services; in a gateway the service below then owns it.
     const configure = (config, pluginConfig = config?.plugins?.entries?.[PLUGIN_ID]?.config) =>
       native.configure({ ...(pluginConfig ?? {}), logger: api.logger, sessions, openclawConfig: config });
     const layer = configure(api.config, api.pluginConfig);
@@ -83,8 +84,8 @@ export default {
     // Every tool result, before any model sees it: tokens become fingerprints.
     api.registerAgentToolResultMiddleware?.(native.redactToolResult, { runtimes: ['openclaw', 'codex'] });
     registerOperatorSurfaces(api, native);
-    if (api.registrationMode === 'full') registerWatcherService(api, native, configure, layer);
     if (api.registrationMode === 'full') {
+      registerWatcherService(api, native, configure, layer, shared.watchers);
       api.logger.info(`[claw-identity] identity is enforced by ${tier}`);
       if (sessions === undefined) {
         api.logger.warn(

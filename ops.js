@@ -48,10 +48,6 @@ export function healthProblem(s) {
   return null;
 }
 
-// Services running the watcher. OpenClaw can start a new registry's service
-// before it stops the old one's, so the watcher stops only when none runs.
-let running = 0;
-
 /**
  * The token-map watcher as an OpenClaw service: started and stopped with the
  * gateway, restarted with the committed config when the plugin's options
@@ -59,9 +55,12 @@ let running = 0;
  * OpenClaw's health (`openclaw health`, `plugins.list`) until it is good again.
  *
  * `configure(openclawConfig)` configures the layer for that config and
- * returns it; `current` is the layer register() configured.
+ * returns it; `current` is the layer register() configured. `watchers.running`
+ * counts the services watching, over every copy of the plugin: OpenClaw can
+ * start a new registry's service before it stops the old one's, so the
+ * watcher stops only when none runs.
  */
-export function registerWatcherService(api, native, configure, current) {
+export function registerWatcherService(api, native, configure, current, watchers) {
   if (typeof api.registerService !== 'function') return;
   let timer;
   let started = false;
@@ -79,7 +78,7 @@ export function registerWatcherService(api, native, configure, current) {
       }
       current.watch();
       started = true;
-      running += 1;
+      watchers.running += 1;
       let shown = null;
       const check = () => {
         const problem = invalid ?? healthProblem(native.stats());
@@ -96,10 +95,9 @@ export function registerWatcherService(api, native, configure, current) {
       clearInterval(timer);
       if (!started) return;
       started = false;
-      running -= 1;
-      // The map in force stays in force; only its watching stops (once no
-      // other registration's module instance uses the layer either).
-      if (running === 0) current.close();
+      watchers.running -= 1;
+      // The map in force stays in force; only its watching stops.
+      if (watchers.running === 0) current.close();
     },
   });
   // A change of the plugin's options restarts this service (above) and

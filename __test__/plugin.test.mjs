@@ -331,8 +331,23 @@ test('another copy of the plugin loaded in the same realm (OpenClaw loads each r
   const before = stats().injected;
   assert.equal(call(api, 'paco--francis'), t);
   assert.equal(stats().injected, before + 1);
+  // A service of each copy (an old and a new registry): the watcher stops with the last one.
+  const a = gatewayApi({ tokenMapPath: file });
+  const b = gatewayApi({ tokenMapPath: file });
+  original.default.register(a.api);
+  copy.default.register(b.api);
+  const { ctx } = serviceCtx({ tokenMapPath: file });
+  a.api.services[0].start(ctx);
+  b.api.services[0].start(ctx);
+  a.api.services[0].stop(ctx);
+  assert.notEqual(stats().watcher, 'closed', 'the old registry\'s service stopped the new one\'s watcher');
+  b.api.services[0].stop(ctx);
+  assert.equal(stats().watcher, 'closed');
   // The shared slot can't be replaced.
   const slot = Symbol.for('claw-identity.native');
   assert.throws(() => Object.defineProperty(globalThis, slot, { value: {} }), TypeError);
   assert.ok(Object.isFrozen(globalThis[slot]) && Object.isFrozen(globalThis[slot].native));
+  assert.throws(() => {
+    globalThis[slot].native = {};
+  }, TypeError);
 });
