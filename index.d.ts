@@ -85,14 +85,6 @@ export interface IdentityOptions {
    * (the hook's ctx carries neither).
    */
   openclawConfig?: Record<string, unknown>;
-  /**
-   * `false`: load the map once and start no watcher, until `watch()` starts
-   * one (the plugin does this for OpenClaw's discovery registrations, and its
-   * service starts the watcher in a gateway). Default `true`. Not part of the
-   * options `configure` compares: the same options with `watch: false` keep
-   * the layer in force as it is.
-   */
-  watch?: boolean;
 }
 
 /** What the rules need of OpenClaw's session store. */
@@ -209,8 +201,9 @@ export class IdentityLayer {
   /** Stops the watcher; the map in force stays in force. Idempotent. */
   close(): void;
   /**
-   * Starts the watcher after `close()` (or `watch: false`), reading the map
-   * first. Idempotent. Throws if the watcher can't be started.
+   * Starts the watcher again after `close()` (the plugin's service does, when
+   * OpenClaw restarts it), reading the map first. Idempotent. Throws if the
+   * watcher can't be started.
    */
   watch(): void;
 }

@@ -101,8 +101,7 @@ pub struct Layer {
 
 impl Layer {
     /// Loads the map once (a failure is logged, not returned: the map may
-    /// appear later), with no watcher: the map stays as loaded until
-    /// `watch` starts one.
+    /// appear later); `watch` then keeps it live.
     pub fn load(opts: Options, log: Log) -> Layer {
         let gate = opts.gate();
         let shared = Arc::new(Shared {

@@ -183,8 +183,6 @@ struct JsOptions {
     sessions: Option<Js>,
     /// OpenClaw's config (`api.config`): agents' workspaces and sandboxes.
     openclaw_config: Option<Js>,
-    /// `watch: false`: load the map once and start no watcher (yet).
-    watch: bool,
 }
 
 fn invalid(msg: impl Into<String>) -> Error {
@@ -194,7 +192,6 @@ fn invalid(msg: impl Into<String>) -> Error {
 fn js_options(options: Option<Js>) -> Result<JsOptions> {
     let mut rest = serde_json::Map::new();
     let (mut logger, mut sessions, mut openclaw_config) = (None, None, None);
-    let mut watch = true;
     if let Some(o) = options {
         match o.kind()? {
             Kind::Undefined => {}
@@ -209,10 +206,6 @@ fn js_options(options: Option<Js>) -> Result<JsOptions> {
                         "logger" => logger = Some(v),
                         "sessions" => sessions = Some(v),
                         "openclawConfig" => openclaw_config = Some(v),
-                        "watch" => match v.kind()? {
-                            Kind::Boolean => watch = v.bool()?,
-                            _ => return Err(invalid("options.watch must be a boolean")),
-                        },
                         _ => match exact(v, 0)? {
                             Ok(Some(v)) => {
                                 rest.insert(name, v);
@@ -236,7 +229,6 @@ fn js_options(options: Option<Js>) -> Result<JsOptions> {
         logger,
         sessions,
         openclaw_config,
-        watch,
     })
 }
 
@@ -265,9 +257,7 @@ impl Inner {
             .map(|s| JsSessions::new(env, s))
             .transpose()?;
         let layer = Layer::load(opts, log);
-        if options.watch {
-            watch(&layer)?;
-        }
+        watch(&layer)?;
         let copy = env
             .run_script::<_, Function<Js, Js>>(copy_source(&layer.engine().interest().slots))?
             .create_ref()?;
@@ -817,8 +807,8 @@ impl IdentityLayer {
         self.inner.layer.close();
     }
 
-    /// Starts the watcher again after `close` (or after `watch: false`),
-    /// reading the map first. Idempotent. Throws if it can't be started.
+    /// Starts the watcher again after `close`, reading the map first.
+    /// Idempotent. Throws if it can't be started.
     #[napi(catch_unwind)]
     pub fn watch(&self) -> Result<()> {
         watch(&self.inner.layer)
@@ -866,12 +856,10 @@ fn thread_state(env: &Env) -> Result<&'static ThreadState> {
 #[napi(catch_unwind, ts_return_type = "IdentityLayer")]
 pub fn configure(env: Env, options: Option<Js>) -> Result<Reference<IdentityLayer>> {
     let options = js_options(options)?;
+    let key = options_key(&options)?;
     let state = thread_state(&env)?;
-    if let Some((key, layer)) = &*state.shared.borrow() {
-        if *key == options_key(&options)? {
-            if options.watch {
-                watch(&layer.inner.layer)?;
-            }
+    if let Some((in_force, layer)) = &*state.shared.borrow() {
+        if *in_force == key {
             if let Some(store) = options.sessions {
                 layer.inner.attach_sessions(&env, store)?;
             }
@@ -883,10 +871,7 @@ pub fn configure(env: Env, options: Option<Js>) -> Result<Reference<IdentityLaye
         inner: Inner::new(&env, &options)?,
     };
     let next = IdentityLayer::into_reference(next, env)?;
-    let old = state
-        .shared
-        .borrow_mut()
-        .replace((options_key(&options)?, next.clone(env)?));
+    let old = state.shared.borrow_mut().replace((key, next.clone(env)?));
     if let Some((_, old)) = old {
         old.inner.layer.close();
     }

@@ -519,14 +519,14 @@ function tryJson(s) {
  * of its own that fails to close while a run ends, seen on busy clean-clone
  * runs), which fails the turn before any assertion can look at it.
  */
-const STATE_LOCK_BUSY = /another OpenClaw process owns state-lifecycle\b|Agent database cleanup failed/;
+const TRANSIENT = /another OpenClaw process owns state-lifecycle\b|Agent database cleanup failed/;
 const STATE_LOCK_ATTEMPTS = 4;
 
 /** Runs an `openclaw agent` turn, again while it fails only because the state lock was busy. */
 async function agentTurn(run, args, opts) {
   for (let attempt = 1; ; attempt++) {
     const res = await openclaw(run, args, opts);
-    const busy = res.code !== 0 && STATE_LOCK_BUSY.test(`${res.stderr}\n${res.stdout}`);
+    const busy = res.code !== 0 && TRANSIENT.test(`${res.stderr}\n${res.stdout}`);
     if (!busy || attempt === STATE_LOCK_ATTEMPTS) return { ...res, attempts: attempt };
     log(`openclaw agent (${opts.label}): OpenClaw failed on its own (${transientOpenClawError(`${res.stderr}\n${res.stdout}`)}); running the turn again (attempt ${attempt + 1} of ${STATE_LOCK_ATTEMPTS})`);
     await new Promise((r) => setTimeout(r, 250 * attempt));
@@ -968,6 +968,5 @@ export function strings(text) {
  * may run a turn again on exactly these, and never relaxes an assertion.
  */
 export function transientOpenClawError(text) {
-  const m = String(text ?? "").match(/Agent database cleanup failed|another OpenClaw process owns state-lifecycle/);
-  return m?.[0];
+  return String(text ?? "").match(TRANSIENT)?.[0];
 }

@@ -192,31 +192,36 @@ pub fn run(config_path: &Path) -> Vec<Finding> {
             open.push("tools.agentToAgent.enabled is true (the default)".to_owned());
         }
         if !open.is_empty() {
-            let users: Vec<&str> = users.into_iter().collect();
+            let users: Vec<String> = users.iter().map(|u| shown(u).to_string()).collect();
+            let reach = format!(
+                "agents of {} users ({}) share this gateway and {}",
+                users.len(),
+                users.join(", "),
+                open.join(" and ")
+            );
             let fix = "openclaw config set tools.sessions.visibility agent; and openclaw config set tools.agentToAgent.enabled false --strict-json (or list the allowed pairs in tools.agentToAgent.allow)";
-            if opts.rules.cross_user_send.enabled {
-                out.push(finding(
-                    "cross_user_session_reach",
+            let (severity, title, detail, fix) = if opts.rules.cross_user_send.enabled {
+                (
                     Severity::Info,
                     "OpenClaw lets agents reach other users' sessions; claw-identity's guard holds the session tools",
-                    format!(
-                        "agents of {} users ({}) share this gateway and {}: rule cross-user-send holds sessions_send, sessions_spawn and the session-reading tools to the caller's own user, but only where before_tool_call runs (not the Codex app-server harness, not the claude-cli backend's MCP tools)",
-                        users.len(), users.join(", "), open.join(" and ")
-                    ),
-                    Some(format!("narrow it in OpenClaw too: {fix}")),
-                ));
+                    format!("{reach}: rule cross-user-send holds sessions_send, sessions_spawn and the session-reading tools to the caller's own user, but only where before_tool_call runs (not the Codex app-server harness, not the claude-cli backend's MCP tools)"),
+                    format!("narrow it in OpenClaw too: {fix}"),
+                )
             } else {
-                out.push(finding(
-                    "cross_user_session_reach",
+                (
                     Severity::Warn,
                     "any agent can read and message other users' sessions: rule cross-user-send is off",
-                    format!(
-                        "agents of {} users ({}) share this gateway, {}, and {config_key}.rules.crossUserSend.enabled is false, so nothing holds the session tools to the caller's own user",
-                        users.len(), users.join(", "), open.join(" and ")
-                    ),
-                    Some(format!("openclaw config unset {config_key}.rules.crossUserSend.enabled; or {fix}")),
-                ));
-            }
+                    format!("{reach}, and {config_key}.rules.crossUserSend.enabled is false, so nothing holds the session tools to the caller's own user"),
+                    format!("openclaw config unset {config_key}.rules.crossUserSend.enabled; or {fix}"),
+                )
+            };
+            out.push(finding(
+                "cross_user_session_reach",
+                severity,
+                title,
+                detail,
+                Some(fix),
+            ));
         }
     }
 
