@@ -1,154 +1,71 @@
-// claw-identity: loads the native layer, re-exports it, and wires it to
-// OpenClaw. Every decision is made in Rust; nothing here decides.
-import { randomUUID } from 'node:crypto';
+// claw-identity: picks the build for this platform, loads it by a literal
+// path, and re-exports its API and OpenClaw plugin entry (plugin.js wires
+// it). Every decision is made in Rust; nothing here decides.
+//
+// The native builds are for Linux with glibc 2.34 or newer, on x64 and
+// arm64; everything else (macOS, Windows, musl, an older glibc, another CPU)
+// gets the WebAssembly build, which runs the same Rust. The choice depends
+// on the platform alone: no environment variable can redirect it. The
+// `claw-identity/wasm` entry always loads the WebAssembly build.
 import { createRequire } from 'node:module';
-import { registerCommands, registerOperatorSurfaces, registerWatcherService } from './ops.js';
+import { surface } from './plugin.js';
 
-if (process.platform !== 'linux' || process.arch !== 'x64') {
-  throw new Error(
-    `claw-identity ships a prebuilt addon for linux-x64 (glibc) only; this is ${process.platform}-${process.arch}`,
-  );
-}
-// A literal path: OpenClaw copies plugin code and follows literal requires,
-// and no environment variable can redirect which binary is loaded.
-const loaded = Object.freeze(createRequire(import.meta.url)('./claw-identity.linux-x64-gnu.node'));
-const { version } = createRequire(import.meta.url)('./package.json');
+const require = createRequire(import.meta.url);
 
-// OpenClaw loads each registration of a plugin from a copy of its own, and a
-// gateway runs its tool calls through another registration than the one
-// that runs its services and answers its gateway methods. So that all of
-// them share one layer (one map, one watcher, one set of counters, which
-// `status` and health report), the first copy of this version loaded in a JS
-// realm is the one every later copy uses, with the count of the services
-// watching its map. Once set, the slot can't be replaced; code that runs
-// before this plugin could plant it, as it could patch the addon loader
-// itself (docs/threat-model.md).
-const SHARED = Symbol.for('claw-identity.native');
-const own = { version, native: loaded, watchers: { running: 0 } };
-if (!Object.hasOwn(globalThis, SHARED)) Object.defineProperty(globalThis, SHARED, { value: Object.freeze(own) });
-const shared = globalThis[SHARED].version === version ? globalThis[SHARED] : own;
-const { native } = shared;
+/** The newest glibc symbol version the native builds need (checked in __test__/package.test.mjs). */
+const MIN_GLIBC = [2, 34];
 
-export const { IdentityLayer, configure, beforeToolCall, safetyNet, redactToolResult, stats, fingerprint, noop } = native;
-
-const PLUGIN_ID = 'claw-identity';
-
-/**
- * OpenClaw's session store, as the rules call it: `ensure` creates a
- * delegation session if it is missing (create-only: an existing session is
- * left exactly as it is); `spawnerOf` reads which session spawned a
- * sub-agent session (its entry's `spawnedBy`).
- */
-function sessionStoreOf(api) {
-  const store = api.runtime?.agent?.session;
-  if (typeof store?.patchSessionEntry !== 'function' || typeof store?.getSessionEntry !== 'function') return undefined;
-  return {
-    ensure: (agentId, sessionKey) =>
-      store.patchSessionEntry({
-        agentId,
-        sessionKey,
-        fallbackEntry: { sessionId: randomUUID(), updatedAt: Date.now() },
-        update: (_entry, context) => (context?.existingEntry === undefined ? {} : undefined),
-      }),
-    spawnerOf: (agentId, sessionKey) => store.getSessionEntry({ agentId, sessionKey })?.spawnedBy,
-  };
-}
-
-export default {
-  id: PLUGIN_ID,
-  name: 'claw-identity',
-  description:
-    "Per-agent identity for MCP tools: injects each agent's auth_token from a live token map, and enforces the identity rules.",
-  register(api) {
-    // Collecting CLI metadata: OpenClaw offers no runtime then, and nothing may start.
-    if (api.registrationMode === 'cli-metadata') return registerCommands(api);
-    const sessions = sessionStoreOf(api);
-    // Every registration reaches the layer in force: a later registration
-    // with other options replaces it for the earlier ones too, including
-    // those of other copies of this module, which use this addon (above).
-    // The watcher starts here, since `openclaw agent --local` starts no
-    // services; in a gateway the service below then owns it.
-    const configure = (config, pluginConfig = config?.plugins?.entries?.[PLUGIN_ID]?.config) =>
-      native.configure({ ...(pluginConfig ?? {}), logger: api.logger, sessions, openclawConfig: config });
-    const layer = configure(api.config, api.pluginConfig);
-    let tier = 'the ordinary before_tool_call hook only (this OpenClaw has no trusted tool policies)';
-    if (typeof api.registerTrustedToolPolicy === 'function') {
-      api.registerTrustedToolPolicy({
-        id: PLUGIN_ID,
-        description: "Sets each agent's auth_token and enforces claw-identity's rules before any ordinary hook runs.",
-        evaluate: native.beforeToolCall,
-      });
-      tier = 'the trusted tool-policy tier, with the before_tool_call hook (priority 100) as a safety net';
-    }
-    api.on('before_tool_call', native.safetyNet, { priority: 100 });
-    // Every tool result, before any model sees it: tokens become fingerprints.
-    api.registerAgentToolResultMiddleware?.(native.redactToolResult, { runtimes: ['openclaw', 'codex'] });
-    registerOperatorSurfaces(api, native);
-    if (api.registrationMode === 'full') {
-      registerWatcherService(api, native, configure, layer, shared.watchers);
-      api.logger.info(`[claw-identity] identity is enforced by ${tier}`);
-      if (sessions === undefined) {
-        api.logger.warn(
-          "[claw-identity] this OpenClaw offers no session store to plugins (api.runtime.agent.session): delegation sessions can't be created, so redirected sessions_send calls will fail, and sub-agent calls carry their own session as _conversation_id",
-        );
-      }
-    }
-  },
-};
-
-// ---- operator tools: writeTokenMap, and the reports behind bin/claw-identity.js ----
-
-/** The map path the plugin would read: `map` (or the config's tokenMapPath, or the default), `~` expanded. */
-export function resolveTokenMapPath({ map, config } = {}) {
-  return native.opsMapPath(map, config);
-}
-
-function writeArgs(path, map) {
-  if (typeof path !== 'string' || path === '') {
-    throw new TypeError('claw-identity: writeTokenMap(path, map): path must be a non-empty string');
-  }
-  if (map instanceof Map) map = Object.fromEntries(map);
-  if (typeof map === 'string') map = Buffer.from(map, 'utf8');
-  else if (ArrayBuffer.isView(map)) map = Buffer.from(map.buffer, map.byteOffset, map.byteLength);
-  else if (map === null || typeof map !== 'object' || Array.isArray(map)) {
-    throw new TypeError('claw-identity: writeTokenMap(path, map): map must be an object of agent id to token, a Map, or JSON text');
-  } else {
-    // A value JSON can't encode becomes null, so validation refuses that agent by name.
-    map = Buffer.from(JSON.stringify(map, (k, v) => (k !== '' && ['undefined', 'function', 'symbol', 'bigint'].includes(typeof v) ? null : v)));
-  }
-  return [native.opsMapPath(path, undefined), map];
-}
-
-/** Validates a token map and writes it atomically (0600 temp file, fsync, rename, fsync of the directory). */
-export function writeTokenMap(path, map) {
+/** The C library's version as [major, minor], or undefined when it is not glibc (musl). */
+function glibcVersion() {
+  const report = process.report;
+  const excludeNetwork = report.excludeNetwork;
+  report.excludeNetwork = true; // no DNS lookups for open sockets
   try {
-    return native.opsWriteMap(...writeArgs(path, map));
-  } catch (err) {
-    return Promise.reject(err);
+    const v = report.getReport().header.glibcVersionRuntime;
+    return typeof v === 'string' ? v.split('.').map(Number) : undefined;
+  } finally {
+    report.excludeNetwork = excludeNetwork;
   }
 }
 
-/** `writeTokenMap`, blocking the calling thread. */
-export function writeTokenMapSync(path, map) {
-  return native.opsWriteMapSync(...writeArgs(path, map));
+function pick() {
+  if (process.platform !== 'linux' || (process.arch !== 'x64' && process.arch !== 'arm64')) {
+    return { reason: `no native build for ${process.platform}-${process.arch}` };
+  }
+  const glibc = glibcVersion();
+  if (glibc === undefined) return { reason: 'this Linux has no glibc (musl?)' };
+  if (glibc[0] < MIN_GLIBC[0] || (glibc[0] === MIN_GLIBC[0] && glibc[1] < MIN_GLIBC[1])) {
+    return { reason: `glibc ${glibc.join('.')} is older than ${MIN_GLIBC.join('.')}` };
+  }
+  // Literal paths: OpenClaw copies plugin code and follows literal requires.
+  if (process.arch === 'x64') {
+    return { name: 'linux-x64-gnu', native: require('./claw-identity.linux-x64-gnu.node') };
+  }
+  return { name: 'linux-arm64-gnu', native: require('./claw-identity.linux-arm64-gnu.node') };
 }
 
-/** `claw-identity doctor` as data: `{ ok, text, report }`. */
-export function doctor({ map, config } = {}) {
-  const r = native.opsDoctor(map, config);
-  return { ok: r.ok, text: r.text, report: JSON.parse(r.json) };
-}
+const picked = pick();
+const build = picked.native
+  ? { name: picked.name, native: true, reason: `native build for ${process.platform}-${process.arch} with glibc` }
+  : { name: 'wasm32-wasi', native: false, reason: picked.reason };
+const api = surface(picked.native ?? require('./wasi.cjs'), build);
 
-/** The findings claw-identity adds to `openclaw security audit`, for the gateway config `config`. */
-export function audit({ config } = {}) {
-  if (typeof config !== 'string' || config === '') throw new TypeError('claw-identity: audit(): config must be the path of an openclaw.json');
-  return JSON.parse(native.opsAudit(config));
-}
-
-/** `claw-identity explain` as data: `{ ok, text, report }`. */
-export function explain({ agent, tool, params, sessionKey, map, config } = {}) {
-  if (typeof tool !== 'string') throw new TypeError('claw-identity: explain(): tool must be a string');
-  const paramsJson = params === undefined ? undefined : JSON.stringify(params);
-  const r = native.opsExplain({ map, config, agent, tool, sessionKey, paramsJson });
-  return { ok: r.ok, text: r.text, report: JSON.parse(r.json) };
-}
+export default api.plugin;
+export const {
+  IdentityLayer,
+  configure,
+  beforeToolCall,
+  safetyNet,
+  redactToolResult,
+  stats,
+  fingerprint,
+  noop,
+  resolveTokenMapPath,
+  writeTokenMap,
+  writeTokenMapSync,
+  doctor,
+  audit,
+  explain,
+} = api;
+/** Which build this process runs: `{ name, native, reason }`. */
+export const buildInfo = api.build;

@@ -314,7 +314,7 @@ test('configure() treats a default written out and one left out as the same opti
 
 test('another copy of the plugin loaded in the same realm (OpenClaw loads each registration from a copy) shares the first copy\'s layer', async () => {
   const dir = tempDir();
-  for (const f of ['index.js', 'ops.js', 'package.json', 'openclaw.plugin.json', 'claw-identity.linux-x64-gnu.node']) {
+  for (const f of ['index.js', 'plugin.js', 'ops.js', 'package.json', 'openclaw.plugin.json', 'claw-identity.linux-x64-gnu.node']) {
     fs.copyFileSync(path.join(root, f), path.join(dir, f));
   }
   const copy = await import(pathToFileURL(path.join(dir, 'index.js')).href);
@@ -344,7 +344,7 @@ test('another copy of the plugin loaded in the same realm (OpenClaw loads each r
   b.api.services[0].stop(ctx);
   assert.equal(stats().watcher, 'closed');
   // The shared slot can't be replaced.
-  const slot = Symbol.for('claw-identity.native');
+  const slot = Symbol.for(`claw-identity.native.${original.buildInfo.name}`);
   assert.throws(() => Object.defineProperty(globalThis, slot, { value: {} }), TypeError);
   assert.ok(Object.isFrozen(globalThis[slot]) && Object.isFrozen(globalThis[slot].native));
   assert.throws(() => {
