@@ -237,7 +237,7 @@ impl Engine {
             interest,
             lineage: Lineage::default(),
             agent_fs: Default::default(),
-            home: std::env::var_os("HOME")
+            home: crate::sys::env_var("HOME")
                 .filter(|h| !h.is_empty())
                 .map(Into::into),
         }

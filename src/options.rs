@@ -86,7 +86,7 @@ pub struct Options {
 
 fn expand_home(path: &str) -> Result<PathBuf, String> {
     if path == "~" || path.starts_with("~/") {
-        let home = std::env::var_os("HOME")
+        let home = crate::sys::env_var("HOME")
             .filter(|h| !h.is_empty())
             .ok_or_else(|| format!("tokenMapPath \"{path}\" starts with ~ but HOME is not set; give an absolute path"))?;
         return Ok(PathBuf::from(home).join(path.trim_start_matches('~').trim_start_matches('/')));

@@ -7,7 +7,6 @@
 //! token. Each problem comes with its fix. Tokens appear only as fingerprints.
 //! The output is deterministic (sorted, no clock) so it can be diffed.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -101,16 +100,14 @@ pub(crate) fn parent_of(path: &Path) -> PathBuf {
 
 /// Mode and owner of a file that passed the gate, and of its directory.
 fn permissions(path: &Path) -> String {
-    let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let real = crate::sys::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     match (
-        std::fs::metadata(&real),
-        std::fs::metadata(parent_of(&real)),
+        crate::sys::owner_at(&real),
+        crate::sys::owner_at(&parent_of(&real)),
     ) {
         (Ok(f), Ok(d)) => format!(
             "mode {:04o}, owner uid {}; directory mode {:04o}",
-            f.mode() & 0o7777,
-            f.uid(),
-            d.mode() & 0o7777
+            f.mode, f.uid, d.mode
         ),
         _ => "changed while checking".into(),
     }
@@ -398,8 +395,7 @@ pub fn run(args: &DoctorArgs<'_>) -> Result<Report, String> {
         ok: problems == 0,
         problems,
         warnings,
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        uid: unsafe { libc::geteuid() },
+        uid: crate::sys::euid().unwrap_or(u32::MAX),
         map: map_path.display().to_string(),
         config: args.config.map(|p| p.display().to_string()),
         map_loaded: map.is_some(),
@@ -417,7 +413,8 @@ pub(crate) fn exposure_checks(
     map_path: &Path,
     protect: ProtectMap,
 ) -> Vec<Check> {
-    let dir = std::fs::canonicalize(parent_of(map_path)).unwrap_or_else(|_| parent_of(map_path));
+    let dir =
+        crate::sys::canonicalize(&parent_of(map_path)).unwrap_or_else(|_| parent_of(map_path));
     let mut out = Vec::new();
     for a in c.agent_reach(&dir) {
         let id = shown(&a.agent_id);

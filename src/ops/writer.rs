@@ -23,14 +23,13 @@
 //! about to rename it.
 
 use std::ffi::{OsStr, OsString};
-use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{ErrorKind, Write};
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::redact;
+use crate::sys::{self, OsStrExt};
 use crate::token_map::{self, GateOptions, MapErrorKind, TokenMap, DEFAULT_MAX_MAP_BYTES};
 
 /// What the temporary file's name adds after `.<map name>`.
@@ -170,9 +169,7 @@ pub fn leftover_temp_files(map_path: &Path) -> Vec<PathBuf> {
 
 fn random_u32() -> u32 {
     let mut buf = [0u8; 4];
-    // SAFETY: getrandom writes at most `buf.len()` bytes into `buf`.
-    let n = unsafe { libc::getrandom(buf.as_mut_ptr().cast(), buf.len(), 0) };
-    if n == buf.len() as isize {
+    if sys::random_bytes(&mut buf) {
         return u32::from_ne_bytes(buf);
     }
     // Uniqueness comes from O_EXCL and the retry below; this only spreads names.
@@ -204,18 +201,12 @@ fn create_temp(dir: &Path, name: &OsStr, map_path: &Path) -> Result<(TempFile, F
         let mut file_name = temp_prefix(name);
         file_name.push(format!(
             "{}-{}-{:08x}",
-            std::process::id(),
+            sys::pid(),
             SEQ.fetch_add(1, Ordering::Relaxed),
             random_u32()
         ));
         let path = dir.join(file_name);
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
-            .open(&path)
-        {
+        match sys::create_private(&path) {
             Ok(f) => {
                 return Ok((
                     TempFile {
@@ -273,10 +264,7 @@ pub fn write_map(path: &Path, json: &[u8]) -> Result<Written, WriteError> {
         ));
     };
     let dir = parent_of(path);
-    DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&dir)
+    sys::create_private_dir_all(&dir)
         .map_err(|e| WriteError::io(path, "creating its directory", &e))?;
 
     // Unchanged means: the plugin would already load exactly these bytes. A

@@ -14,7 +14,6 @@
 
 use std::collections::HashMap;
 use std::ffi::OsString;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
 use serde::Deserialize;
@@ -167,13 +166,14 @@ pub struct Protected {
 }
 
 fn id(path: &Path) -> Option<(u64, u64)> {
-    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+    crate::sys::stat(path).ok().map(|s| (s.dev, s.ino))
 }
 
 impl Protected {
     pub fn new(map_path: &Path) -> Protected {
         let dir_path = map_path.parent().unwrap_or(Path::new("/"));
-        let dir_real = std::fs::canonicalize(dir_path).unwrap_or_else(|_| dir_path.to_path_buf());
+        let dir_real =
+            crate::sys::canonicalize(dir_path).unwrap_or_else(|_| dir_path.to_path_buf());
         let above = dir_real.ancestors().skip(1).filter_map(id).collect();
         let name = |p: &Path| p.file_name().map(OsString::from).unwrap_or_default();
         Protected {

@@ -7,12 +7,11 @@
 //! past us.
 
 use std::ffi::{CStr, CString};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Read;
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::os::unix::io::{AsRawFd, FromRawFd};
 use std::path::{Path, PathBuf};
+
+use crate::sys::{self, AsRawFd, FromRawFd, OsStrExt};
 
 use super::{MapError, MapErrorKind};
 
@@ -31,9 +30,11 @@ pub struct MapFile {
     pub warnings: Vec<String>,
 }
 
+/// Our effective uid. `read_map` refuses to go on where it is unknown
+/// (Windows, through the WebAssembly build), so the stand-in only ever
+/// shows in a message: `(uid_t)-1` is no one's uid.
 fn euid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
+    sys::euid().unwrap_or(u32::MAX)
 }
 
 fn io_error(path: &Path, what: &str, e: &std::io::Error) -> MapError {
@@ -68,39 +69,35 @@ fn owner_ok(uid: u32) -> bool {
 /// Opens a directory that holds the map and checks it on the descriptor:
 /// owned by us or root, not writable by group or others.
 fn open_checked_dir(dir: &Path) -> Result<File, MapError> {
-    let handle = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
-        .open(dir)
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => MapError::new(
-                MapErrorKind::NotFound,
-                format!(
-                    "{}: directory not found; create it (mkdir -m 700 {}) or set tokenMapPath",
-                    dir.display(),
-                    dir.display()
-                ),
+    let handle = sys::open_dir(dir).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => MapError::new(
+            MapErrorKind::NotFound,
+            format!(
+                "{}: directory not found; create it (mkdir -m 700 {}) or set tokenMapPath",
+                dir.display(),
+                dir.display()
             ),
-            _ => io_error(dir, "opening the directory", &e),
-        })?;
-    let meta = handle.metadata().map_err(|e| io_error(dir, "fstat", &e))?;
-    if !owner_ok(meta.uid()) {
+        ),
+        _ => io_error(dir, "opening the directory", &e),
+    })?;
+    let meta = sys::owner_of(&handle, dir).map_err(|e| io_error(dir, "fstat", &e))?;
+    if !owner_ok(meta.uid) {
         return Err(unsafe_file(
             dir,
             format!(
                 "directory is owned by uid {}, not by uid {} or root",
-                meta.uid(),
+                meta.uid,
                 euid()
             ),
             format!("chown {} {}", euid(), dir.display()),
         ));
     }
-    if meta.mode() & 0o022 != 0 {
+    if meta.mode & 0o022 != 0 {
         return Err(unsafe_file(
             dir,
             format!(
                 "directory is writable by group or others (mode {:04o})",
-                meta.mode() & 0o7777
+                meta.mode
             ),
             format!("chmod go-w {}", dir.display()),
         ));
@@ -179,12 +176,11 @@ fn open_map(path: &Path, dir: &File, name: &CStr) -> Result<Result<File, Swapped
         Err(_) => {}
     }
     let file = open_in(dir, name, 0).map_err(opening)?;
-    let meta = file.metadata().map_err(|e| io_error(path, "fstat", &e))?;
-    let real =
-        std::fs::canonicalize(path).map_err(|e| io_error(path, "resolving the symlink", &e))?;
+    let id = sys::fstat(&file).map_err(|e| io_error(path, "fstat", &e))?;
+    let real = sys::canonicalize(path).map_err(|e| io_error(path, "resolving the symlink", &e))?;
     let real_dir = open_checked_dir(&parent_of(&real))?;
     // The checked directory must still hold the very file we opened.
-    if entry_id(&real_dir, &c_name(&real)?) != Some((meta.dev(), meta.ino())) {
+    if entry_id(&real_dir, &c_name(&real)?) != Some((id.dev, id.ino)) {
         return Ok(Err(Swapped));
     }
     Ok(Ok(file))
@@ -192,6 +188,13 @@ fn open_map(path: &Path, dir: &File, name: &CStr) -> Result<Result<File, Swapped
 
 /// Opens, checks and reads the map at `path`.
 pub fn read_map(path: &Path, opts: &GateOptions) -> Result<MapFile, MapError> {
+    if let Err(e) = sys::euid() {
+        return Err(unsafe_file(
+            path,
+            format!("can't tell who may read it: {e}"),
+            "run OpenClaw where files have an owner and permission bits (Linux, macOS, WSL)".into(),
+        ));
+    }
     let name = c_name(path)?;
     let dir = open_checked_dir(&parent_of(path))?;
     // A symlink swap racing the check is retried: the swap is legitimate.
@@ -220,18 +223,19 @@ pub fn read_map(path: &Path, opts: &GateOptions) -> Result<MapFile, MapError> {
             "replace it with a regular file, or a symlink to one".into(),
         ));
     }
-    if !owner_ok(meta.uid()) {
+    let owner = sys::owner_of(&file, path).map_err(|e| io_error(path, "fstat", &e))?;
+    if !owner_ok(owner.uid) {
         return Err(unsafe_file(
             path,
             format!(
                 "is owned by uid {}, not by uid {} or root",
-                meta.uid(),
+                owner.uid,
                 euid()
             ),
             format!("chown {} {}", euid(), path.display()),
         ));
     }
-    let mode = meta.mode() & 0o7777;
+    let mode = owner.mode;
     if mode & 0o022 != 0 {
         return Err(unsafe_file(
             path,

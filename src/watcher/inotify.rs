@@ -29,36 +29,8 @@ use std::time::{Duration, Instant};
 use notify::event::ModifyKind;
 use notify::{EventKind, PollWatcher, RecursiveMode};
 
+use super::{now_ns, racy, stamp_of, Backend, Handler, OnFallback, Stamp, Trigger, WatchConfig};
 use crate::options::WatchMode;
-
-/// Why the watcher asks for a reload check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Trigger {
-    /// The watch is (re)established: the map may have changed while unwatched.
-    Watching,
-    /// File system events that concern the map, or the heartbeat found its
-    /// file's identity or metadata changed.
-    Changed,
-    /// Periodic tick, on a fixed cadence (no I/O expected from the handler).
-    Heartbeat,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    Starting = 0,
-    Inotify = 1,
-    Poll = 2,
-}
-
-impl Backend {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Backend::Starting => "starting",
-            Backend::Inotify => "inotify",
-            Backend::Poll => "poll",
-        }
-    }
-}
 
 enum Msg {
     Event(notify::Result<notify::Event>),
@@ -70,16 +42,6 @@ pub struct Watcher {
     thread: Option<JoinHandle<()>>,
     backend: Arc<AtomicU8>,
 }
-
-pub struct WatchConfig {
-    pub path: PathBuf,
-    pub mode: WatchMode,
-    pub poll_interval: Duration,
-    pub heartbeat: Duration,
-}
-
-type Handler = Box<dyn FnMut(Trigger) + Send>;
-type OnFallback = Box<dyn FnMut(&str) + Send>;
 
 impl Watcher {
     /// Starts the watcher thread. `on_trigger` runs on that thread;
@@ -231,47 +193,6 @@ fn resolve_chain(path: &Path) -> Chain {
     Chain { links, target: cur }
 }
 
-/// What the heartbeat compares: the file the map path ends at, by identity
-/// and metadata. It catches writers no watch sees (another host on a
-/// network file system).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
-    dev: u64,
-    ino: u64,
-    size: u64,
-    mtime_ns: i128,
-    ctime_ns: i128,
-}
-
-impl Stamp {
-    fn of(path: &Path) -> Option<Stamp> {
-        let m = std::fs::metadata(path).ok()?;
-        let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
-        Some(Stamp {
-            dev: m.dev(),
-            ino: m.ino(),
-            size: m.size(),
-            mtime_ns: ns(m.mtime(), m.mtime_nsec()),
-            ctime_ns: ns(m.ctime(), m.ctime_nsec()),
-        })
-    }
-}
-
-/// File times advance in coarse ticks: a file stamped within this long of
-/// its last change may change again, same size, within the same tick and
-/// compare equal. Such a stamp is looked at once more (git's "racily clean").
-const RACY: Duration = Duration::from_millis(100);
-
-fn racy(stamp: Option<Stamp>, now_ns: i128) -> bool {
-    stamp.is_some_and(|s| now_ns - s.mtime_ns.max(s.ctime_ns) < RACY.as_nanos() as i128)
-}
-
-fn now_ns() -> i128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as i128)
-}
-
 fn dirs(ws: &[Watch]) -> Vec<Watch> {
     ws.iter().filter(|w| w.is_dir).cloned().collect()
 }
@@ -368,7 +289,7 @@ impl Loop {
                 beat = Instant::now() + heartbeat;
                 if self.retarget(false) != Rewatch::None {
                     self.fire(Trigger::Watching);
-                } else if self.recheck || Stamp::of(&self.path) != self.stamp {
+                } else if self.recheck || stamp_of(&self.path) != self.stamp {
                     self.fire(Trigger::Changed);
                 }
                 (self.on_trigger)(Trigger::Heartbeat);
@@ -391,7 +312,7 @@ impl Loop {
             Rewatch::None => {}
             // Only the file's watch moved: a write since the stamp differs.
             Rewatch::File if early => {
-                if Stamp::of(&self.path) != self.stamp {
+                if stamp_of(&self.path) != self.stamp {
                     self.fire(Trigger::Changed);
                 }
             }
@@ -402,7 +323,7 @@ impl Loop {
     /// Asks for a reload check, stamping the file first: a change after the
     /// stamp differs at the next heartbeat, so at worst it is read twice.
     fn fire(&mut self, t: Trigger) {
-        self.stamp = Stamp::of(&self.path);
+        self.stamp = stamp_of(&self.path);
         self.recheck = racy(self.stamp, now_ns());
         (self.on_trigger)(t);
     }
@@ -899,6 +820,8 @@ mod tests {
             size: 1,
             mtime_ns: 1_000_000_000,
             ctime_ns: 2_000_000_000,
+            is_dir: false,
+            is_file: true,
         };
         assert!(racy(Some(s), 2_000_000_000 + 1_000_000));
         assert!(!racy(Some(s), 2_000_000_000 + 500_000_000));
