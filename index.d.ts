@@ -5,6 +5,11 @@
  * layer sets its `auth_token` to the token of the calling agent (`ctx.agentId`)
  * from a token map file that a background watcher keeps current. The model
  * never handles the secret.
+ *
+ * `claw-identity` runs the native build on Linux x64 and arm64 with glibc
+ * 2.34 or newer, and the WebAssembly build everywhere else (see
+ * {@link buildInfo}). `claw-identity/wasm` has this same API, always on the
+ * WebAssembly build.
  */
 
 /** A logger such as OpenClaw's `api.logger`. Lines start with `[claw-identity]`. */
@@ -177,7 +182,7 @@ export interface IdentityStats {
   logDropped: number;
   /** Internal errors caught by the hook (it never throws). */
   internalErrors: number;
-  /** `"inotify"`, `"poll"`, `"starting"` or `"closed"`. */
+  /** `"inotify"`, `"poll"` (always, on the WebAssembly build), `"starting"` or `"closed"`. */
   watcher: string;
   tokenMapPath: string;
 }
@@ -254,6 +259,18 @@ export function fingerprint(secret: string): string;
 
 /** An empty native call: the cost floor, for benchmarks. */
 export function noop(): void;
+
+/** The build this process loaded. */
+export interface BuildInfo {
+  /** `"linux-x64-gnu"`, `"linux-arm64-gnu"` or `"wasm32-wasi"`. */
+  name: string;
+  /** True for a native addon, false for the WebAssembly build. */
+  native: boolean;
+  /** Why the loader picked it, e.g. `"no native build for darwin-arm64"`. */
+  reason: string;
+}
+/** Which build runs: chosen by platform alone (no environment variable redirects it). */
+export const buildInfo: Readonly<BuildInfo>;
 
 /** The OpenClaw plugin entry. */
 declare const plugin: {

@@ -39,16 +39,16 @@ function pick() {
   }
   // Literal paths: OpenClaw copies plugin code and follows literal requires.
   if (process.arch === 'x64') {
-    return { name: 'linux-x64-gnu', native: require('./claw-identity.linux-x64-gnu.node') };
+    return { name: 'linux-x64-gnu', load: () => require('./claw-identity.linux-x64-gnu.node') };
   }
-  return { name: 'linux-arm64-gnu', native: require('./claw-identity.linux-arm64-gnu.node') };
+  return { name: 'linux-arm64-gnu', load: () => require('./claw-identity.linux-arm64-gnu.node') };
 }
 
 const picked = pick();
-const build = picked.native
+const build = picked.load
   ? { name: picked.name, native: true, reason: `native build for ${process.platform}-${process.arch} with glibc` }
   : { name: 'wasm32-wasi', native: false, reason: picked.reason };
-const api = surface(picked.native ?? require('./wasi.cjs'), build);
+const api = surface(build, picked.load ?? (() => require('./wasi.cjs')));
 
 export default api.plugin;
 export const {

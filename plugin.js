@@ -15,23 +15,25 @@ const { version } = createRequire(import.meta.url)('./package.json');
 // them share one layer (one map, one watcher, one set of counters, which
 // `status` and health report), the first copy of this version and build
 // loaded in a JS realm is the one every later copy uses, with the count of
-// the services watching its map. Once set, the slot can't be replaced; code
-// that runs before this plugin could plant it, as it could patch the addon
-// loader itself (docs/threat-model.md).
-function sharedAddon(loaded, build) {
+// the services watching its map; later copies don't even load the build.
+// Once set, the slot can't be replaced; code that runs before this plugin
+// could plant it, as it could patch the addon loader itself
+// (docs/threat-model.md).
+function sharedAddon(build, load) {
   const slot = Symbol.for(`claw-identity.native.${build.name}`);
-  const own = { version, native: Object.freeze(loaded), watchers: { running: 0 } };
-  if (!Object.hasOwn(globalThis, slot)) Object.defineProperty(globalThis, slot, { value: Object.freeze(own) });
-  return globalThis[slot].version === version ? globalThis[slot] : own;
+  if (globalThis[slot]?.version === version) return globalThis[slot];
+  const own = Object.freeze({ version, native: Object.freeze(load()), watchers: { running: 0 } });
+  if (!Object.hasOwn(globalThis, slot)) Object.defineProperty(globalThis, slot, { value: own });
+  return own;
 }
 
 /**
- * The whole API over one loaded build. `build` is `{ name, native, reason }`:
+ * The whole API over one build. `build` is `{ name, native, reason }`:
  * `name` is the binary's platform name (`linux-x64-gnu`, `linux-arm64-gnu`,
- * `wasm32-wasi`), `reason` why the loader picked it.
+ * `wasm32-wasi`), `reason` why the loader picked it; `load()` loads it.
  */
-export function surface(loaded, build) {
-  const shared = sharedAddon(loaded, build);
+export function surface(build, load) {
+  const shared = sharedAddon(build, load);
   const { native } = shared;
   const PLUGIN_ID = 'claw-identity';
 
@@ -124,7 +126,9 @@ export function surface(loaded, build) {
   /** Validates a token map and writes it atomically (0600 temp file, fsync, rename, fsync of the directory). */
   function writeTokenMap(path, map) {
     try {
-      return native.opsWriteMap(...writeArgs(path, map));
+      const args = writeArgs(path, map);
+      // The WebAssembly build runs no threads: it writes on this one.
+      return native.opsWriteMap ? native.opsWriteMap(...args) : Promise.resolve(native.opsWriteMapSync(...args));
     } catch (err) {
       return Promise.reject(err);
     }

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // Makes a fresh clone ready for `npm test` and `npm run demo`: installs the
-// npm dev dependencies when missing, builds the addon in release mode (cargo
-// makes this a no-op when nothing changed), and fetches the pinned OpenClaw
-// and a Node 24 into .cache/ (see ensure-openclaw.mjs). Safe to run again.
+// npm dev dependencies when missing, builds the addon and its WebAssembly
+// build in release mode (cargo makes this a no-op when nothing changed),
+// and fetches the pinned OpenClaw and a Node 24 into .cache/ (see
+// ensure-openclaw.mjs). Safe to run again.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -27,6 +28,7 @@ if (!fs.existsSync(cli)) {
 
 say('building the addon (release) ...');
 run('npx', ['--no-install', 'napi', 'build', '--platform', '--release', '--no-js', '--dts', 'native.d.ts']);
+run(process.execPath, [path.join(root, 'scripts', 'build-wasm.mjs')]);
 
 if (!process.argv.includes('--no-openclaw')) {
   const { ensureOpenclaw } = await import('./ensure-openclaw.mjs');

@@ -97,6 +97,9 @@ struct Shared {
 pub struct Layer {
     shared: Arc<Shared>,
     watcher: Mutex<Option<Watcher>>,
+    /// Counts the watchers started, so a poll timer of the WebAssembly
+    /// build knows when the watcher it drives is gone.
+    generation: std::sync::atomic::AtomicU64,
 }
 
 impl Layer {
@@ -122,6 +125,7 @@ impl Layer {
         Layer {
             shared,
             watcher: Mutex::new(None),
+            generation: Default::default(),
         }
     }
 
@@ -151,7 +155,39 @@ impl Layer {
             Box::new(move |why: &str| shared.log.warn(format_args!("{why}")))
         };
         *slot = Some(Watcher::spawn(config, on_trigger, on_fallback)?);
+        self.generation.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// The running watcher's generation, if one runs.
+    #[cfg(target_os = "wasi")]
+    pub fn watching(&self) -> Option<u64> {
+        let slot = self.watcher.lock();
+        slot.as_ref()
+            .map(|_| self.generation.load(Ordering::Relaxed))
+    }
+
+    /// How often the WebAssembly build's timer calls [`Layer::poll`]: every
+    /// heartbeat, or every `pollIntervalMs` if that is shorter.
+    #[cfg(target_os = "wasi")]
+    pub fn poll_every(&self) -> Duration {
+        HEARTBEAT.min(Duration::from_millis(
+            self.shared.engine.options().poll_interval_ms,
+        ))
+    }
+
+    /// One tick of the WebAssembly build's watcher, if watcher `generation`
+    /// still runs; false once it doesn't (the timer then stops).
+    #[cfg(target_os = "wasi")]
+    pub fn poll(&self, generation: u64) -> bool {
+        let mut slot = self.watcher.lock();
+        match slot.as_mut() {
+            Some(w) if self.generation.load(Ordering::Relaxed) == generation => {
+                w.tick();
+                true
+            }
+            _ => false,
+        }
     }
 
     pub fn engine(&self) -> &Engine {

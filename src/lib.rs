@@ -17,6 +17,7 @@ pub mod log;
 pub mod options;
 pub mod redact;
 pub mod rules;
+pub mod sys;
 pub mod token_map;
 pub mod watcher;
 
@@ -234,7 +235,7 @@ fn js_options(options: Option<Js>) -> Result<JsOptions> {
 
 /// Where OpenClaw keeps its state: `OPENCLAW_STATE_DIR`, else `~/.openclaw`.
 fn openclaw_state_dir(home: Option<&std::path::Path>) -> std::path::PathBuf {
-    match std::env::var_os("OPENCLAW_STATE_DIR").filter(|d| !d.is_empty()) {
+    match crate::sys::env_var("OPENCLAW_STATE_DIR").filter(|d| !d.is_empty()) {
         Some(d) => d.into(),
         None => home.unwrap_or(std::path::Path::new("/")).join(".openclaw"),
     }
@@ -273,6 +274,8 @@ impl Inner {
             warned_untrusted: Cell::new(false),
         });
         inner.apply_openclaw_config(options.openclaw_config)?;
+        #[cfg(target_os = "wasi")]
+        start_poll_timer(env, &inner)?;
         // The load line and any map warning, before the first call's line.
         inner.logger.flush(env, &inner.pending);
         Ok(inner)
@@ -291,7 +294,7 @@ impl Inner {
             }
         };
         if let Some(cfg) = ops::config::OpenClawConfig::from_value(value) {
-            let home = std::env::var_os("HOME")
+            let home = crate::sys::env_var("HOME")
                 .filter(|h| !h.is_empty())
                 .map(std::path::PathBuf::from);
             let table = cfg.agent_fs(&openclaw_state_dir(home.as_deref()), home.as_deref());
@@ -810,9 +813,66 @@ impl IdentityLayer {
     /// Starts the watcher again after `close`, reading the map first.
     /// Idempotent. Throws if it can't be started.
     #[napi(catch_unwind)]
-    pub fn watch(&self) -> Result<()> {
-        watch(&self.inner.layer)
+    pub fn watch(&self, #[allow(unused_variables)] env: Env) -> Result<()> {
+        watch(&self.inner.layer)?;
+        #[cfg(target_os = "wasi")]
+        start_poll_timer(&env, &self.inner)?;
+        Ok(())
     }
+}
+
+/// The WebAssembly build's watcher (watcher/poll.rs): an unref'd JS timer
+/// that ticks the layer's watcher on the JS thread. It stops itself once
+/// that watcher is closed or replaced, or the layer is gone.
+#[cfg(target_os = "wasi")]
+fn start_poll_timer(env: &Env, inner: &Rc<Inner>) -> Result<()> {
+    let Some(generation) = inner.layer.watching() else {
+        return Ok(());
+    };
+    let global = global(env)?;
+    let weak = Rc::downgrade(inner);
+    let tick: Function<(), ()> =
+        env.create_function_from_closure("clawIdentityPoll", move |ctx| {
+            let ticked = weak
+                .upgrade()
+                .is_some_and(|inner| inner.layer.poll(generation));
+            if !ticked {
+                // Node calls a timer's callback with the timer as `this`.
+                let timer: Js = ctx.this()?;
+                let clear = global_of(timer)?.get_unchecked(c"clearInterval")?;
+                clear.call(timer, &[timer]).map_err(Error::from_reason)?;
+            }
+            Ok(())
+        })?;
+    // SAFETY: a live function of this env.
+    let tick = unsafe { Js::from_raw(env.raw(), ToNapiValue::to_napi_value(env.raw(), tick)?) };
+    let every = Js::from_f64(env.raw(), inner.layer.poll_every().as_millis() as f64)?;
+    let timer = global
+        .get_unchecked(c"setInterval")?
+        .call(global, &[tick, every])
+        .map_err(Error::from_reason)?;
+    // A watching layer never keeps Node running, as on the native build.
+    timer
+        .get_unchecked(c"unref")?
+        .call(timer, &[])
+        .map_err(Error::from_reason)?;
+    Ok(())
+}
+
+#[cfg(target_os = "wasi")]
+fn global(env: &Env) -> Result<Js> {
+    // SAFETY: `get_global` returns a live value of this env.
+    Ok(unsafe {
+        Js::from_raw(
+            env.raw(),
+            napi::JsGlobal::to_napi_value(env.raw(), env.get_global()?)?,
+        )
+    })
+}
+
+#[cfg(target_os = "wasi")]
+fn global_of(v: Js) -> Result<Js> {
+    global(&Env::from_raw(v.env()))
 }
 
 fn watch(layer: &Layer) -> Result<()> {
@@ -1048,6 +1108,12 @@ pub fn init(mut exports: Object, env: Env) -> Result<()> {
     if std::env::var_os("CLAW_IDENTITY_PANIC_TEST").is_some_and(|v| v == "1") {
         PANIC_TEST.store(true, Ordering::Relaxed);
     }
+    #[cfg(target_os = "wasi")]
+    {
+        let fs = bridge::host_fs::NodeFs::new(&env)?;
+        bridge::host_fs::chdir_to_host_cwd(&fs);
+        sys::set_host(Box::new(fs));
+    }
     let state = thread_state(&env)?;
     exports.set(
         "beforeToolCall",
@@ -1193,11 +1259,13 @@ pub fn ops_write_map_sync(path: String, json: Buffer) -> Result<WrittenMap> {
         .map_err(write_error)
 }
 
+#[cfg(not(target_os = "wasi"))]
 pub struct WriteMapTask {
     path: std::path::PathBuf,
     json: Vec<u8>,
 }
 
+#[cfg(not(target_os = "wasi"))]
 #[napi]
 impl Task for WriteMapTask {
     type Output = ops::writer::Written;
@@ -1213,6 +1281,8 @@ impl Task for WriteMapTask {
 }
 
 /// `ops_write_map_sync` on the libuv thread pool (fsync can take a while).
+/// The WebAssembly build has only the sync one: it runs no threads.
+#[cfg(not(target_os = "wasi"))]
 #[napi]
 pub fn ops_write_map(path: String, json: Buffer) -> AsyncTask<WriteMapTask> {
     AsyncTask::new(WriteMapTask {

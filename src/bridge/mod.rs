@@ -4,5 +4,7 @@
 //! session store.
 
 pub mod host;
+#[cfg(target_os = "wasi")]
+pub mod host_fs;
 pub mod js;
 pub mod params;

@@ -1,0 +1,36 @@
+// claw-identity's WebAssembly build: the same Rust as the native builds,
+// compiled for wasm32-wasip1-threads and run by Node's WASI through
+// @napi-rs/wasm-runtime (emnapi). It starts no threads: its watcher polls
+// from a JS timer on this thread (src/watcher/poll.rs), and it checks owners
+// and modes, which WASI lacks, through Node's fs (src/bridge/host_fs.js).
+'use strict';
+const fs = require('node:fs');
+const path = require('node:path');
+const { WASI } = require('node:wasi');
+const { createContext, instantiateNapiModuleSync, emnapiTSFNPlugin } = require('@napi-rs/wasm-runtime');
+
+// WASI sees the host's file system as it is: `/` is the host's `/`.
+const root = path.parse(process.cwd()).root;
+const wasi = new WASI({ version: 'preview1', env: process.env, preopens: { [root]: root } });
+const memory = new WebAssembly.Memory({ initial: 4000, maximum: 65536, shared: true }) // as napi-rs sizes it;
+
+const { napiModule } = instantiateNapiModuleSync(fs.readFileSync(path.join(__dirname, 'claw-identity.wasm32-wasi.wasm')), {
+  context: createContext(),
+  wasi,
+  asyncWorkPoolSize: 0,
+  plugins: [emnapiTSFNPlugin],
+  onCreateWorker() {
+    throw new Error("claw-identity: the WebAssembly build starts no threads, but something asked for one");
+  },
+  overwriteImports(imports) {
+    imports.env = { ...imports.env, ...imports.napi, ...imports.emnapi, memory };
+    return imports;
+  },
+  beforeInit({ instance }) {
+    for (const name of Object.keys(instance.exports)) {
+      if (name.startsWith('__napi_register__')) instance.exports[name]();
+    }
+  },
+});
+
+module.exports = napiModule.exports;
