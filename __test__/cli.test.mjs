@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { IdentityLayer } from '../index.js';
+import { IdentityLayer } from './helpers/subject.mjs';
 import { assertNoTokenIn, assertSameToken, fingerprint, randomToken, recordEmitted, tempDir, writeMap } from './helpers/support.mjs';
 
 const BIN = fileURLToPath(new URL('../bin/claw-identity.js', import.meta.url));

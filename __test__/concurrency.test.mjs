@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 
-import { IdentityLayer } from '../index.js';
+import { IdentityLayer } from './helpers/subject.mjs';
 import { captureLogger, guardTokens, randomToken, tempDir, writeMap } from './helpers/support.mjs';
 
 const AGENTS = ['paco--francis', 'paco--dali', 'pepito--atlas', 'main'];
@@ -20,7 +20,8 @@ test('no torn or wrong-agent token while the map is swapped 3,000 times', async 
   }
   const valid = new Map(AGENTS.map((a) => [a, new Set(generations.map((m) => m[a]))]));
   writeMap(file, generations[0]);
-  const layer = new IdentityLayer({ tokenMapPath: file, logger: captureLogger().logger });
+  // pollIntervalMs: the WebAssembly build polls (every 500 ms by default); the native one ignores it.
+  const layer = new IdentityLayer({ tokenMapPath: file, pollIntervalMs: 10, logger: captureLogger().logger });
 
   const done = new Int32Array(new SharedArrayBuffer(4));
   const writer = new Worker(
@@ -43,8 +44,12 @@ test('no torn or wrong-agent token while the map is swapped 3,000 times', async 
   let calls = 0;
   const seen = new Map(AGENTS.map((a) => [a, new Set()]));
   const params = { note: 'x', auth_token: 'model-value' };
-  // Synchronous loop: the watcher thread swaps the map underneath it.
-  while (Atomics.load(done, 0) === 0 || calls < 10_000) {
+  // Synchronous stretches: the native watcher thread swaps the map
+  // underneath them. Between stretches the event loop turns, which is when
+  // the WebAssembly build's poll timer runs. Then until the last map is in force.
+  const last = generations.at(-1);
+  while (Atomics.load(done, 0) === 0 || calls < 10_000 || !AGENTS.every((a) => seen.get(a).has(last[a]))) {
+    if (calls % 1000 === 999) await new Promise((r) => setTimeout(r, 1));
     const agent = AGENTS[calls % AGENTS.length];
     const r = layer.beforeToolCall({ toolName: 'claw-os__claw_notes', params }, { agentId: agent });
     const token = r.params.auth_token;

@@ -6,8 +6,9 @@ import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 
 import { randomToken, tempDir, writeMap } from './helpers/support.mjs';
+import { entryUrl } from './helpers/subject.mjs';
 
-const indexUrl = new URL('../index.js', import.meta.url).href;
+const indexUrl = entryUrl;
 
 test('a process with a live layer and a logger exits by itself', () => {
   const dir = tempDir();

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { IdentityLayer } from '../index.js';
+import { IdentityLayer } from './helpers/subject.mjs';
 import {
   assertSameToken,
   captureLogger,

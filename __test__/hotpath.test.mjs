@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 
-import { IdentityLayer } from '../index.js';
+import { IdentityLayer } from './helpers/subject.mjs';
 import { captureLogger, randomToken, recordEmitted, tempDir, writeMap } from './helpers/support.mjs';
 
 const FRANCIS = 'paco--francis';

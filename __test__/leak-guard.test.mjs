@@ -7,11 +7,11 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { IdentityLayer } from '../index.js';
+import { IdentityLayer, entryUrl } from './helpers/subject.mjs';
 import { assertNoTokenIn, captureLogger, randomToken, tempDir, writeMap } from './helpers/support.mjs';
 
 const supportUrl = new URL('./helpers/support.mjs', import.meta.url).href;
-const indexUrl = new URL('../index.js', import.meta.url).href;
+const indexUrl = entryUrl;
 
 /** Runs `body` as a one-test suite in a child test runner. Its output is not echoed: it may hold a token. */
 function runSuite(body) {

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { IdentityLayer, configure, fingerprint, redactToolResult } from '../index.js';
+import { IdentityLayer, configure, fingerprint, redactToolResult } from './helpers/subject.mjs';
 import { assertNoTokenIn, captureLogger, randomToken, recordEmitted, tempDir, writeMap, writeMapAtomic, waitFor } from './helpers/support.mjs';
 
 const FRANCIS = 'paco--francis';

@@ -10,7 +10,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import plugin, { IdentityLayer } from '../index.js';
+import plugin, { IdentityLayer } from './helpers/subject.mjs';
 import { assertSameToken, captureLogger, randomToken, recordEmitted, tempDir, writeMap } from './helpers/support.mjs';
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 
 import { ensureOpenclaw } from '../scripts/ensure-openclaw.mjs';
 import { randomToken, recordEmitted, tempDir, writeMap } from './helpers/support.mjs';
+import { entryUrl } from './helpers/subject.mjs';
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
@@ -57,7 +58,7 @@ test('the installed tarball loads and injects on Node 20 and on Node 24', async 
     assert.equal(r.status, 0, r.stderr);
     runs.push(JSON.parse(recordEmitted('package run', r.stdout.trim())));
   }
-  const { fingerprint } = await import('../index.js');
+  const { fingerprint } = await import(entryUrl);
   assert.equal(runs[0].node, process.version);
   assert.match(runs[1].node, /^v24\./);
   for (const r of runs) assert.equal(r.fp, fingerprint(token));

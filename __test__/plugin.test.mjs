@@ -5,7 +5,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-import plugin, { IdentityLayer, stats } from '../index.js';
+import plugin, { IdentityLayer, stats } from './helpers/subject.mjs';
+import { buildInfo, entryFile, entryUrl } from './helpers/subject.mjs';
 import { captureLogger, randomToken, recordEmitted, tempDir, tick, waitFor, writeMap, writeMapAtomic } from './helpers/support.mjs';
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
@@ -298,7 +299,7 @@ test('a discovery registration (OpenClaw runs a gateway\'s tool calls through it
 });
 
 test('configure() treats a default written out and one left out as the same options: one layer, loaded once', async () => {
-  const { configure } = await import('../index.js');
+  const { configure } = await import(entryUrl);
   const file = mapWith({ 'paco--francis': randomToken() });
   const first = captureLogger();
   configure({ tokenMapPath: file, logger: first.logger });
@@ -314,11 +315,13 @@ test('configure() treats a default written out and one left out as the same opti
 
 test('another copy of the plugin loaded in the same realm (OpenClaw loads each registration from a copy) shares the first copy\'s layer', async () => {
   const dir = tempDir();
-  for (const f of ['index.js', 'plugin.js', 'ops.js', 'package.json', 'openclaw.plugin.json', 'claw-identity.linux-x64-gnu.node']) {
+  const entry = path.basename(entryFile);
+  const binaries = buildInfo.native ? [`claw-identity.${buildInfo.name}.node`] : ['wasi.cjs', 'claw-identity.wasm32-wasi.wasm'];
+  for (const f of [entry, 'plugin.js', 'ops.js', 'package.json', 'openclaw.plugin.json', ...binaries]) {
     fs.copyFileSync(path.join(root, f), path.join(dir, f));
   }
-  const copy = await import(pathToFileURL(path.join(dir, 'index.js')).href);
-  const original = await import('../index.js');
+  const copy = await import(pathToFileURL(path.join(dir, entry)).href);
+  const original = await import(entryUrl);
   assert.notEqual(copy.default, original.default, 'not a second module instance');
   assert.equal(copy.beforeToolCall, original.beforeToolCall);
   // A registration through the copy (as OpenClaw's "discovery" one) reaches

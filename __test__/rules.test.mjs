@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 
-import plugin, { IdentityLayer } from '../index.js';
+import plugin, { IdentityLayer } from './helpers/subject.mjs';
 import { assertSameToken, captureLogger, randomToken, recordEmitted, tempDir, writeMap } from './helpers/support.mjs';
 
 const FRANCIS = 'paco--francis';

@@ -9,12 +9,12 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 
 import { randomToken, recordEmitted, tempDir, writeMap } from './helpers/support.mjs';
+import { entryUrl } from './helpers/subject.mjs';
 
 const CALLS = 100_000;
-const INDEX = pathToFileURL(path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'index.js')).href;
+const INDEX = entryUrl;
 const AGENT = 'paco--francis';
 
 /**

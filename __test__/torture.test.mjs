@@ -16,6 +16,7 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 
 import { recordEmitted, tempDir, waitFor, writeMap } from './helpers/support.mjs';
+import { entryUrl } from './helpers/subject.mjs';
 
 const AGENTS = Array.from({ length: 32 }, (_, i) => `agent-${String(i).padStart(2, '0')}`);
 const ROTATIONS = 10_000;
@@ -26,7 +27,7 @@ const MEASURED_CALLS = 1_000_000; // in all, after the warm-up
 // rotation per layer, about 45 MB. Measured growth here is a few MB.
 const RSS_GROWTH_BOUND = 48 * 1024 * 1024;
 
-const indexUrl = new URL('../index.js', import.meta.url).href;
+const indexUrl = entryUrl;
 
 const shared = `
   const crypto = require('node:crypto');
@@ -64,7 +65,7 @@ const readerSource = `
     if (log.sample.length < 50 || !line.includes('token-status=ok')) log.sample.push(line);
   };
   import(workerData.indexUrl).then(async ({ IdentityLayer }) => {
-    const layer = new IdentityLayer({ tokenMapPath: file, logger: { info: keep, warn: keep, error: keep } });
+    const layer = new IdentityLayer({ tokenMapPath: file, pollIntervalMs: 10, logger: { info: keep, warn: keep, error: keep } });
     const params = { note: 'x', auth_token: 'model-wrote-this' };
     const last = new Array(agents.length).fill('');
     const bad = { torn: 0, wrongAgent: 0, missing: 0, examples: [] };

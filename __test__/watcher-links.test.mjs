@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { IdentityLayer } from '../index.js';
+import { IdentityLayer } from './helpers/subject.mjs';
 import { assertSameToken, captureLogger, randomToken, tempDir, waitFor, writeMap, writeMapAtomic } from './helpers/support.mjs';
 
 const A = 'paco--francis';

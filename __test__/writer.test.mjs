@@ -7,12 +7,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 
-import { IdentityLayer, writeTokenMap, writeTokenMapSync } from '../index.js';
+import { IdentityLayer, writeTokenMap, writeTokenMapSync, entryUrl } from './helpers/subject.mjs';
 import { assertNoTokenIn, assertSameToken, randomToken, recordEmitted, tempDir, waitFor, writeMap } from './helpers/support.mjs';
 
 const FRANCIS = 'paco--francis';
 const DALI = 'paco--dali';
-const INDEX_URL = new URL('../index.js', import.meta.url).href;
+const INDEX_URL = entryUrl;
 
 /** The writer's one layout: keys sorted, two-space indent, a final newline. */
 function canonical(map) {

@@ -17,7 +17,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-import { IdentityLayer } from '../../index.js';
+import { IdentityLayer } from './subject.mjs';
 
 const tokens = new Set();
 const emitted = [];
