@@ -4,6 +4,7 @@ import path from 'node:path';
 
 import { IdentityLayer, beforeToolCall, noop, redactToolResult } from '../index.js';
 import plugin from '../index.js';
+import * as wasm from '../wasm.js';
 import { plainHook } from './baseline.mjs';
 import { interleave, median, pairedRatio, randomToken, tempDir, writeMapAtomic } from './harness.mjs';
 
@@ -47,10 +48,10 @@ function plainDeployed(file, logger) {
 }
 
 /** The plugin as OpenClaw loads it: the trusted policy, then the safety-net hook on the policy's result (OpenClaw hands the hook a copy of the event). */
-function pluginPair(tokenMapPath, logger) {
+function pluginPair(tokenMapPath, logger, entry = plugin) {
   let policy;
   let hook;
-  plugin.register({
+  entry.register({
     pluginConfig: { tokenMapPath },
     logger,
     registrationMode: 'full',
@@ -87,6 +88,10 @@ export async function perCall({ samples, calls, clock = 'wall' }) {
       tokenOnly = undefined;
     }
 
+    // The WebAssembly build (claw-identity/wasm), same calls.
+    const wasmQuiet = new wasm.IdentityLayer({ tokenMapPath: file });
+    const wasmBoth = pluginPair(file, countingLogger().logger, wasm.default);
+
     const plainLog = countingLogger();
     const plainBoth = plainDeployed(file, plainLog.logger);
     // The cross-user guard reads sessions_send (every rule is on by default).
@@ -96,7 +101,7 @@ export async function perCall({ samples, calls, clock = 'wall' }) {
     const cx = { owned: ctxFor('claw-os__claw_notes'), unowned: ctxFor('exec'), send: ctxFor('sessions_send') };
 
     // Every measured path must do the real work: check the rewrite before timing it.
-    const hooks = [['plain', plain], ['plain deployed', plainBoth], ['layer', (e, c) => quiet.beforeToolCall(e, c)], ['logged', (e, c) => logged.beforeToolCall(e, c)], ['plugin', both]];
+    const hooks = [['plain', plain], ['plain deployed', plainBoth], ['layer', (e, c) => quiet.beforeToolCall(e, c)], ['logged', (e, c) => logged.beforeToolCall(e, c)], ['plugin', both], ['wasm layer', (e, c) => wasmQuiet.beforeToolCall(e, c)], ['wasm plugin', wasmBoth]];
     if (tokenOnly) hooks.push(['token only', (e, c) => tokenOnly.beforeToolCall(e, c)]);
     for (const [name, hook] of hooks) {
       for (const e of [ev.small, ev.large]) {
@@ -126,6 +131,15 @@ export async function perCall({ samples, calls, clock = 'wall' }) {
       { id: 'm.small+log', vs: 'a.small', run: () => beforeToolCall(ev.small, cx.owned) },
       { id: 'm.unowned', vs: 'a.unowned', run: () => beforeToolCall(ev.unowned, cx.unowned) },
     ];
+    // The WebAssembly build, in rounds of its own (a call costs far more),
+    // with the plain-JS rows it is compared with.
+    const wasmVariants = [
+      ...variants.filter((v) => ['a.small', 'a.unowned', 'a.deployed', 'b.noop'].includes(v.id)),
+      { id: 'w.noop', run: () => wasm.noop() },
+      { id: 'w.small', vs: 'a.small', run: () => wasmQuiet.beforeToolCall(ev.small, cx.owned) },
+      { id: 'w.unowned', vs: 'a.unowned', run: () => wasmQuiet.beforeToolCall(ev.unowned, cx.unowned) },
+      { id: 'w.plugin+log', vs: 'a.deployed', run: () => wasmBoth(ev.small, cx.owned) },
+    ];
     // The tool-result middleware: every string of a result scanned for the map's tokens.
     const text = (kb, token) => {
       const filler = 'drwxr-xr-x 2 paco paco 4096 Dec  1 notes-2026-12-01.md\n';
@@ -149,14 +163,20 @@ export async function perCall({ samples, calls, clock = 'wall' }) {
     }
     const rounds = await interleave(variants, { samples, calls, clock });
     const redactRounds = await interleave(redaction, { samples, calls: Math.max(1000, Math.floor(calls / 200)), clock });
+    const wasmRounds = await interleave(wasmVariants, { samples, calls: Math.max(1000, Math.floor(calls / 50)), clock });
+    wasmQuiet.close();
 
     const ns = Object.fromEntries(variants.map((v) => [v.id, median(rounds.map((r) => r[v.id]))]));
     for (const v of redaction.slice(1)) ns[v.id] = median(redactRounds.map((r) => r[v.id]));
-    const rows = [...variants, ...redaction.slice(1)].map(({ id, vs }) => ({
+    const wasmRows = wasmVariants.filter((v) => v.id.startsWith('w.'));
+    for (const v of wasmRows) ns[v.id] = median(wasmRounds.map((r) => r[v.id]));
+    const roundsOf = (id) => (id.startsWith('r.') ? redactRounds : id.startsWith('w.') ? wasmRounds : rounds);
+    const rows = [...variants, ...redaction.slice(1), ...wasmRows].map(({ id, vs }) => ({
       id,
       ns: ns[id],
-      vsPlain: vs ? pairedRatio(rounds, id, vs) : null,
-      vsNoop: id === 'b.noop' ? null : pairedRatio(id.startsWith('r.') ? redactRounds : rounds, id, 'b.noop'),
+      vsPlain: vs ? pairedRatio(roundsOf(id), id, vs) : null,
+      // Against each build's own empty call.
+      vsNoop: id.endsWith('noop') ? null : pairedRatio(roundsOf(id), id, id.startsWith('w.') ? 'w.noop' : 'b.noop'),
     }));
     const quietStats = quiet.stats();
     const loggedStats = logged.stats();
