@@ -36,7 +36,9 @@ pub struct FileStat {
     pub is_file: bool,
 }
 
-/// Who owns a file and its permission bits (`mode & 0o7777`).
+/// Who owns a file and its permission bits (`mode & 0o7777`). `owner_of`
+/// fails with `Interrupted` when, on the WebAssembly build, the path no
+/// longer names the file that was opened (a rename over it meanwhile).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Owner {
     pub uid: u32,
@@ -224,8 +226,10 @@ mod imp {
         let id = fstat(file)?;
         let st = host(|h| h.stat(path))?;
         if (st.dev, st.ino) != (id.dev, id.ino) {
-            return Err(io::Error::other(
-                "it was replaced while it was checked; it is checked again at the next change",
+            // Interrupted: the gate opens it again.
+            return Err(io::Error::new(
+                io::ErrorKind::Interrupted,
+                "it was replaced while it was checked",
             ));
         }
         Ok(Owner {

@@ -197,19 +197,28 @@ pub fn read_map(path: &Path, opts: &GateOptions) -> Result<MapFile, MapError> {
     }
     let name = c_name(path)?;
     let dir = open_checked_dir(&parent_of(path))?;
-    // A symlink swap racing the check is retried: the swap is legitimate.
-    let mut file = None;
+    // A symlink swap racing the check is retried: the swap is legitimate. So
+    // is a rename over the map between the WebAssembly build's open and the
+    // host's stat of the same path (see `sys::owner_of`).
+    let mut opened = None;
     for _ in 0..8 {
-        if let Ok(f) = open_map(path, &dir, &name)? {
-            file = Some(f);
-            break;
+        let Ok(f) = open_map(path, &dir, &name)? else {
+            continue;
+        };
+        match sys::owner_of(&f, path) {
+            Ok(owner) => {
+                opened = Some((f, owner));
+                break;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io_error(path, "fstat", &e)),
         }
     }
-    let mut file = file.ok_or_else(|| {
+    let (mut file, owner) = opened.ok_or_else(|| {
         MapError::new(
             MapErrorKind::Io,
             format!(
-                "{}: its symlink chain kept changing while it was checked; it is read again at the next change",
+                "{}: it (or its symlink chain) kept changing while it was checked; it is read again at the next change",
                 path.display()
             ),
         )
@@ -223,7 +232,6 @@ pub fn read_map(path: &Path, opts: &GateOptions) -> Result<MapFile, MapError> {
             "replace it with a regular file, or a symlink to one".into(),
         ));
     }
-    let owner = sys::owner_of(&file, path).map_err(|e| io_error(path, "fstat", &e))?;
     if !owner_ok(owner.uid) {
         return Err(unsafe_file(
             path,
