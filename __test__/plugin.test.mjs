@@ -84,6 +84,20 @@ test('register wires a trusted tool policy and a priority-100 hook with no match
   return waitFor(() => log.has(/identity is enforced by the trusted tool-policy tier/), { what: 'the tier line' });
 });
 
+test('the load line says which build runs, and why', () => {
+  const file = mapWith({ 'paco--francis': randomToken() });
+  const { api, log } = fakeApi({ tokenMapPath: file });
+  plugin.register(api);
+  const line = buildInfo.native
+    ? `[claw-identity] running the native ${buildInfo.name} build; identity is enforced by`
+    : `[claw-identity] running the WebAssembly build (${buildInfo.reason}); identity is enforced by`;
+  assert.ok(log.lines.some((l) => l.line.includes(line)), `no line says "${line}"`);
+  // index.js picks by platform alone.
+  const [major, minor] = (process.report.getReport().header.glibcVersionRuntime ?? '0.0').split('.').map(Number);
+  const expected = process.platform === 'linux' && ['x64', 'arm64'].includes(process.arch) && (major > 2 || (major === 2 && minor >= 34));
+  if (!process.env.CLAW_IDENTITY_TEST_BUILD) assert.equal(buildInfo.native, expected);
+});
+
 test('register is idempotent: several registrations share one layer and one watcher', () => {
   const file = mapWith({ 'paco--francis': randomToken() });
   const first = fakeApi({ tokenMapPath: file }, 'discovery');

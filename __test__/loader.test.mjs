@@ -1,0 +1,72 @@
+// index.js picks the build by platform alone: native on Linux x64/arm64 with
+// glibc >= 2.34, the WebAssembly build everywhere else, and it never throws
+// for lack of a native build. Each case runs index.js in a child Node whose
+// platform facts a preloaded module overrides (macOS, Windows, a CPU without
+// a native build, musl, an old glibc), then injects a token through it.
+// The fakes sit on a real Linux x64 or arm64 (this project's CI and qemu).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+
+import { fingerprint } from './helpers/subject.mjs';
+import { randomToken, tempDir, writeMap } from './helpers/support.mjs';
+
+const indexUrl = new URL('../index.js', import.meta.url).href;
+
+/** Runs index.js with `platform`, `arch` and the glibc `process.report` gives (`null`: none, as on musl). */
+function load({ platform = process.platform, arch = process.arch, glibc }) {
+  const dir = tempDir();
+  const map = path.join(dir, 'm.json');
+  const token = randomToken();
+  writeMap(map, { 'paco--francis': token });
+  const fake = `
+    Object.defineProperty(process, 'platform', { value: ${JSON.stringify(platform)} });
+    Object.defineProperty(process, 'arch', { value: ${JSON.stringify(arch)} });
+    ${glibc === undefined ? '' : `
+    const real = process.report.getReport.bind(process.report);
+    process.report.getReport = () => {
+      const r = real();
+      r.header.glibcVersionRuntime = ${JSON.stringify(glibc ?? undefined)};
+      if (${glibc === null}) delete r.header.glibcVersionRuntime;
+      return r;
+    };`}`;
+  const script = `
+    const { buildInfo, IdentityLayer, fingerprint } = await import(${JSON.stringify(indexUrl)});
+    const layer = new IdentityLayer({ tokenMapPath: ${JSON.stringify(map)}, logger: { info() {}, warn() {}, error() {} } });
+    const r = layer.beforeToolCall({ toolName: 'claw-os__claw_notes', params: {} }, { agentId: 'paco--francis' });
+    console.log(JSON.stringify({ buildInfo, fp: r?.params ? fingerprint(r.params.auth_token) : null, watcher: layer.stats().watcher }));
+    layer.close();`;
+  const r = spawnSync(process.execPath, ['--import', `data:text/javascript,${encodeURIComponent(fake)}`, '--input-type=module', '-e', script], {
+    encoding: 'utf8',
+    timeout: 60_000,
+    env: { ...process.env, NODE_NO_WARNINGS: '1' },
+  });
+  assert.equal(r.status, 0, r.stderr);
+  return { ...JSON.parse(r.stdout.trim().split('\n').at(-1)), expected: fingerprint(token) };
+}
+
+const wasmCases = [
+  ['macOS', { platform: 'darwin', arch: 'arm64' }, 'no native build for darwin-arm64'],
+  ['Windows', { platform: 'win32', arch: 'x64' }, 'no native build for win32-x64'],
+  ['a CPU without a native build', { arch: 'riscv64' }, `no native build for ${process.platform}-riscv64`],
+  ['musl (no glibc)', { glibc: null }, 'this Linux has no glibc (musl?)'],
+  ['glibc older than the native builds need', { glibc: '2.31' }, 'glibc 2.31 is older than 2.34'],
+];
+
+for (const [what, facts, reason] of wasmCases) {
+  test(`on ${what}, index.js loads the WebAssembly build instead of throwing, and it injects`, () => {
+    const r = load(facts);
+    assert.deepEqual(r.buildInfo, { name: 'wasm32-wasi', native: false, reason });
+    assert.equal(r.watcher, 'poll');
+    assert.equal(r.fp, r.expected);
+  });
+}
+
+test('on Linux with glibc 2.34 (the oldest the native builds take), index.js loads the native build', () => {
+  const r = load({ glibc: '2.34' });
+  assert.equal(r.buildInfo.native, true);
+  assert.equal(r.buildInfo.name, `linux-${process.arch}-gnu`);
+  assert.equal(r.watcher, 'inotify');
+  assert.equal(r.fp, r.expected);
+});
