@@ -17,6 +17,7 @@ describe("claw-identity installed from its npm tarball", () => {
   let run;
   let tokens;
   let tgz;
+  let installedDir;
 
   before(async () => {
     const src = h.pluginDir();
@@ -60,6 +61,7 @@ describe("claw-identity installed from its npm tarball", () => {
     assert.deepEqual(info.plugin.contracts?.trustedToolPolicies, ["claw-identity"]);
     assert.equal(info.install?.source, "archive");
     assert.ok(info.plugin.rootDir.startsWith(run.state), `installed under the state dir, not loaded from the repo: ${info.plugin.rootDir}`);
+    installedDir = info.plugin.rootDir;
     assert.deepEqual((info.diagnostics ?? []).filter((d) => /error/i.test(d.level ?? d.severity ?? "")), []);
   });
 
@@ -73,6 +75,29 @@ describe("claw-identity installed from its npm tarball", () => {
     const lines = h.logMessages(run);
     assert.ok(lines.some((l) => /plugin loaded; token map = /.test(l)), "log lacks `plugin loaded; token map = ...`");
     assert.ok(lines.some((l) => /trusted tool-policy tier/.test(l)), "log does not say the trusted tier enforces identity");
+    const hits = h.grepForTokens(run.root, tokens, { exclude: [run.secrets, run.mcp] });
+    assert.deepEqual(hits.map((x) => `${x.agent}@${x.file.slice(run.root.length)}`), [], "a token leaked");
+  });
+
+  // Where OpenClaw runs without a native build (macOS, Windows, musl,
+  // another CPU), index.js loads the WebAssembly build. Here, the installed
+  // copy's entry is pointed at claw-identity/wasm, which always loads it:
+  // the runtime bundled in the tarball must load from OpenClaw's own copies.
+  it("the installed WebAssembly build puts francis's token on a real call", async () => {
+    assert.ok(installedDir, "the install test did not run");
+    const pkgFile = path.join(installedDir, "package.json");
+    const pkg = JSON.parse(fs.readFileSync(pkgFile, "utf8"));
+    pkg.openclaw.extensions = ["./wasm.js"];
+    fs.writeFileSync(pkgFile, JSON.stringify(pkg, null, 2));
+    const before = h.readCalls(run).length;
+    const seed = `install-wasm-${run.runId.slice(0, 6)}`;
+    const res = await h.agentLocal(run, { agent: FRANCIS, message: `Please save a note. ${marker("notes", { wrong: seed })}` });
+    assert.equal(res.code, 0, `openclaw agent --local exited ${res.code}: ${h.tail(res)}`);
+    const calls = h.readCalls(run).slice(before);
+    assert.equal(calls.length, 1, `calls: ${h.describeCalls(calls, tokens)}`);
+    assert.equal(h.who(calls[0].args.auth_token, tokens, { "model's wrong token": fakeToken(seed) }), FRANCIS);
+    const lines = h.logMessages(run);
+    assert.ok(lines.some((l) => l.includes("running the WebAssembly build (chosen with claw-identity/wasm); identity is enforced by the trusted tool-policy tier")), "the load line does not say the WebAssembly build runs");
     const hits = h.grepForTokens(run.root, tokens, { exclude: [run.secrets, run.mcp] });
     assert.deepEqual(hits.map((x) => `${x.agent}@${x.file.slice(run.root.length)}`), [], "a token leaked");
   });
