@@ -32,10 +32,19 @@ function load({ platform = process.platform, arch = process.arch, glibc }) {
       return r;
     };`}`;
   const script = `
-    const { buildInfo, IdentityLayer, fingerprint } = await import(${JSON.stringify(indexUrl)});
+    import fs from 'node:fs';
+    import path from 'node:path';
+    const { buildInfo, IdentityLayer, fingerprint, writeTokenMap, doctor } = await import(${JSON.stringify(indexUrl)});
     const layer = new IdentityLayer({ tokenMapPath: ${JSON.stringify(map)}, logger: { info() {}, warn() {}, error() {} } });
     const r = layer.beforeToolCall({ toolName: 'claw-os__claw_notes', params: {} }, { agentId: 'paco--francis' });
-    console.log(JSON.stringify({ buildInfo, fp: r?.params ? fingerprint(r.params.auth_token) : null, watcher: layer.stats().watcher }));
+    // The operator tools run on the same build: write a map (0600, in a new 0700 directory), then doctor it.
+    const written = await writeTokenMap(${JSON.stringify(path.join(dir, 'new', 'm.json'))}, { 'paco--dali': ${JSON.stringify(randomToken())} });
+    const mode = (p) => (fs.statSync(p).mode & 0o777).toString(8);
+    console.log(JSON.stringify({
+      buildInfo, fp: r?.params ? fingerprint(r.params.auth_token) : null, watcher: layer.stats().watcher,
+      written: { agents: written.agents, mode: mode(written.path), dirMode: mode(path.dirname(written.path)) },
+      doctorOk: doctor({ map: written.path }).ok,
+    }));
     layer.close();`;
   const r = spawnSync(process.execPath, ['--import', `data:text/javascript,${encodeURIComponent(fake)}`, '--input-type=module', '-e', script], {
     encoding: 'utf8',
@@ -60,6 +69,8 @@ for (const [what, facts, reason] of wasmCases) {
     assert.deepEqual(r.buildInfo, { name: 'wasm32-wasi', native: false, reason });
     assert.equal(r.watcher, 'poll');
     assert.equal(r.fp, r.expected);
+    assert.deepEqual(r.written, { agents: 1, mode: '600', dirMode: '700' });
+    assert.equal(r.doctorOk, true);
   });
 }
 
@@ -69,4 +80,6 @@ test('on Linux with glibc 2.34 (the oldest the native builds take), index.js loa
   assert.equal(r.buildInfo.name, `linux-${process.arch}-gnu`);
   assert.equal(r.watcher, 'inotify');
   assert.equal(r.fp, r.expected);
+  assert.deepEqual(r.written, { agents: 1, mode: '600', dirMode: '700' });
+  assert.equal(r.doctorOk, true);
 });
