@@ -9,7 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { IdentityLayer } from './helpers/subject.mjs';
-import { assertNoTokenIn, assertSameToken, fingerprint, randomToken, recordEmitted, tempDir, writeMap } from './helpers/support.mjs';
+import { assertNoTokenIn, assertSameToken, fingerprint, randomToken, recordEmitted, spawnNodeSync, tempDir, writeMap } from './helpers/support.mjs';
 
 const BIN = fileURLToPath(new URL('../bin/claw-identity.js', import.meta.url));
 const UID = process.getuid();
@@ -21,7 +21,7 @@ const ENTRY_FIX =
 
 /** Runs the command with HOME set to a private directory; shows all output to the leak guard. */
 function cli(args, { input } = {}) {
-  const r = spawnSync(process.execPath, [BIN, ...args], {
+  const r = spawnNodeSync([BIN, ...args], {
     encoding: 'utf8',
     input,
     env: { ...process.env, HOME },

@@ -2,10 +2,9 @@
 // its own: neither may keep Node's event loop alive.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 
-import { randomToken, tempDir, writeMap } from './helpers/support.mjs';
+import { randomToken, spawnNodeSync, tempDir, writeMap } from './helpers/support.mjs';
 import { entryUrl } from './helpers/subject.mjs';
 
 const indexUrl = entryUrl;
@@ -21,7 +20,7 @@ test('a process with a live layer and a logger exits by itself', () => {
     process.stdout.write(r.params.auth_token.length === 64 ? 'injected' : 'no');
   `;
   // The timeout only stops a hung child; a healthy one exits at once.
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000 });
+  const r = spawnNodeSync(['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000 });
   assert.equal(r.signal, null, 'the child had to be killed: something kept it alive');
   assert.equal(r.status, 0, r.stderr);
   assert.equal(r.stdout, 'injected');
@@ -37,7 +36,7 @@ test('the process-wide plugin layer does not keep Node alive either', () => {
       logger: { info() {}, warn() {}, error() {} }, on() {}, registerTrustedToolPolicy() {} };
     plugin.register(api);
   `;
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000 });
+  const r = spawnNodeSync(['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000 });
   assert.equal(r.signal, null, 'the child had to be killed: something kept it alive');
   assert.equal(r.status, 0, r.stderr);
 });

@@ -4,18 +4,19 @@
 // checked, so a check never passes merely because the watcher was slow.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { IdentityLayer } from './helpers/subject.mjs';
 import {
+  NATIVE_ADDON,
   assertSameToken,
   captureLogger,
   fingerprint,
   randomToken,
   recordEmitted,
+  spawnNodeSync,
   tempDir,
   waitFor,
   writeMap,
@@ -290,7 +291,7 @@ test('as a non-root gateway user: its own map is served; a map it cannot read, o
   const root = fileURLToPath(new URL('..', import.meta.url));
   const home = tempDir();
   // A private copy of the package that nobody can load.
-  for (const f of ['index.js', 'plugin.js', 'ops.js', 'openclaw.plugin.json', 'package.json', 'claw-identity.linux-x64-gnu.node']) fs.copyFileSync(path.join(root, f), path.join(home, f));
+  for (const f of ['index.js', 'plugin.js', 'ops.js', 'openclaw.plugin.json', 'package.json', NATIVE_ADDON]) fs.copyFileSync(path.join(root, f), path.join(home, f));
   const maps = { own: generation(), root: generation(), daemon: generation() };
   for (const [name, gen] of Object.entries(maps)) writeMap(path.join(home, `${name}.json`), gen);
   fs.chownSync(path.join(home, 'own.json'), 65534, 65534);
@@ -311,7 +312,7 @@ test('as a non-root gateway user: its own map is served; a map it cannot read, o
      }
      console.log(JSON.stringify({ uid: process.getuid(), out }));`,
   );
-  const r = spawnSync(process.execPath, [path.join(home, 'probe.mjs')], { uid: 65534, gid: 65534, encoding: 'utf8', cwd: home });
+  const r = spawnNodeSync([path.join(home, 'probe.mjs')], { uid: 65534, gid: 65534, encoding: 'utf8', cwd: home });
   recordEmitted('nobody probe (stdout)', r.stdout);
   recordEmitted('nobody probe (stderr)', r.stderr);
   assert.equal(r.status, 0, r.stderr);

@@ -5,16 +5,15 @@
 // a silent token oracle.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import plugin, { IdentityLayer } from './helpers/subject.mjs';
-import { assertSameToken, captureLogger, randomToken, recordEmitted, tempDir, writeMap } from './helpers/support.mjs';
+import { NATIVE_ADDON, assertSameToken, captureLogger, randomToken, recordEmitted, spawnNodeSync, tempDir, writeMap } from './helpers/support.mjs';
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
-const nativePath = path.join(root, 'claw-identity.linux-x64-gnu.node');
+const nativePath = path.join(root, NATIVE_ADDON);
 const native = createRequire(import.meta.url)(nativePath);
 
 const FRANCIS = 'paco--francis';
@@ -204,7 +203,7 @@ test('a panic while deciding fails closed and the process lives on', () => {
     layer.close();`;
   for (const armed of [true, false]) {
     const env = { ...process.env, CLAW_IDENTITY_PANIC_TEST: armed ? '1' : '' };
-    const p = spawnSync(process.execPath, ['-e', script], { env, encoding: 'utf8' });
+    const p = spawnNodeSync(['-e', script], { env, encoding: 'utf8' });
     assert.equal(p.status, 0, p.stderr);
     const out = JSON.parse(p.stdout.trim().split('\n').at(-1));
     assert.equal(out.after, 'string', 'the next call is decided as usual');

@@ -2,13 +2,12 @@
 // unchanged map, and no torn map with several writer processes at once.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 
 import { IdentityLayer, writeTokenMap, writeTokenMapSync, entryUrl } from './helpers/subject.mjs';
-import { assertNoTokenIn, assertSameToken, randomToken, recordEmitted, tempDir, waitFor, writeMap } from './helpers/support.mjs';
+import { assertNoTokenIn, assertSameToken, randomToken, recordEmitted, spawnNode, tempDir, waitFor, writeMap } from './helpers/support.mjs';
 
 const FRANCIS = 'paco--francis';
 const DALI = 'paco--dali';
@@ -187,7 +186,7 @@ test('several writer processes at once never produce a torn or foreign map', asy
   const exits = jobs.map(
     (job) =>
       new Promise((resolve) => {
-        const child = spawn(process.execPath, ['--input-type=module', '-e', WRITER], {
+        const child = spawnNode(['--input-type=module', '-e', WRITER], {
           env: { ...process.env, INDEX_URL, JOB: JSON.stringify(job) },
           stdio: ['ignore', 'ignore', 'pipe'],
         });

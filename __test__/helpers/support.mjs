@@ -12,6 +12,7 @@
 // 64-hex value written through writeMap/writeMapAtomic.
 import { after } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -165,6 +166,35 @@ export async function waitFor(fn, { timeoutMs = 5000, intervalMs = 2, what = 'co
     if (Date.now() > deadline) assert.fail(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, intervalMs));
   }
+}
+
+/**
+ * The native addon for this CPU, which index.js loads: the x64 one natively,
+ * the arm64 one when scripts/arm64.mjs runs the suite under qemu.
+ */
+export const NATIVE_ADDON = `claw-identity.linux-${process.arch}-gnu.node`;
+
+/**
+ * How to start a Node like this one with `args`: [command, args]. Under qemu-user
+ * (scripts/arm64.mjs) process.execPath is an arm64 Node that this kernel cannot
+ * exec (no binfmt_misc), so the runner names the emulator in
+ * CLAW_IDENTITY_TEST_EMULATOR (a JSON array: the command and its arguments) and
+ * the child is started through it.
+ */
+function nodeCommand(args) {
+  const emulator = process.env.CLAW_IDENTITY_TEST_EMULATOR ? JSON.parse(process.env.CLAW_IDENTITY_TEST_EMULATOR) : [];
+  if (emulator.length === 0) return [process.execPath, args];
+  return [emulator[0], [...emulator.slice(1), process.execPath, ...args]];
+}
+
+/** spawnSync(process.execPath, args, options), through the emulator when there is one. */
+export function spawnNodeSync(args, options) {
+  return spawnSync(...nodeCommand(args), options);
+}
+
+/** spawn(process.execPath, args, options), through the emulator when there is one. */
+export function spawnNode(args, options) {
+  return spawn(...nodeCommand(args), options);
 }
 
 /** Lets the event loop run so queued log lines are delivered. */
