@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { haveCrossToolchain } from '../scripts/arm64.mjs';
 import { ensureOpenclaw } from '../scripts/ensure-openclaw.mjs';
 import { randomToken, recordEmitted, tempDir, writeMap } from './helpers/support.mjs';
 import { entryUrl } from './helpers/subject.mjs';
@@ -14,23 +15,95 @@ import { entryUrl } from './helpers/subject.mjs';
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
+// The native builds and their ELF e_machine. The arm64 one is cross-built by
+// `npm run build:arm64` (and by prepare.mjs where the cross toolchain is):
+// CI installs that toolchain, so there it must ship; on a machine without it
+// the tarball cannot hold it, and the check says so instead.
+const X64 = { file: 'claw-identity.linux-x64-gnu.node', machine: 62 }; // EM_X86_64
+const ARM64 = { file: 'claw-identity.linux-arm64-gnu.node', machine: 183 }; // EM_AARCH64
+const ARM64_REQUIRED = Boolean(process.env.CI) || haveCrossToolchain();
+
+/** index.js's MIN_GLIBC: the newest glibc symbol version a native build may need. */
+function minGlibc() {
+  const m = /const MIN_GLIBC = \[(\d+), (\d+)\];/.exec(fs.readFileSync(path.join(root, 'index.js'), 'utf8'));
+  assert.ok(m, 'MIN_GLIBC not found in index.js');
+  return [Number(m[1]), Number(m[2])];
+}
+
+/**
+ * A 64-bit little-endian ELF's e_machine and the symbol versions it needs from
+ * each library: its SHT_GNU_verneed section (.gnu.version_r), as `readelf -V`
+ * lists them. Section headers survive strip, so this works on release builds.
+ */
+function elfNeeds(file) {
+  const b = fs.readFileSync(file);
+  assert.equal(b.toString('latin1', 0, 4), '\x7fELF', `${file} is not an ELF file`);
+  assert.equal(b[4], 2, `${file} is not a 64-bit ELF`);
+  assert.equal(b[5], 1, `${file} is not little-endian`);
+  const shoff = Number(b.readBigUInt64LE(0x28));
+  const shentsize = b.readUInt16LE(0x3a);
+  const section = (i) => {
+    const o = shoff + i * shentsize;
+    return { type: b.readUInt32LE(o + 4), offset: Number(b.readBigUInt64LE(o + 0x18)), link: b.readUInt32LE(o + 0x28), info: b.readUInt32LE(o + 0x2c) };
+  };
+  const needs = [];
+  for (let i = 0; i < b.readUInt16LE(0x3c); i++) {
+    const verneed = section(i);
+    if (verneed.type !== 0x6ffffffe) continue; // SHT_GNU_verneed
+    const strtab = section(verneed.link).offset;
+    const str = (off) => b.toString('latin1', strtab + off, b.indexOf(0, strtab + off));
+    // sh_info Verneed entries {u16 version, u16 cnt, u32 file, u32 aux, u32 next},
+    // each with cnt Vernaux entries {u32 hash, u16 flags, u16 other, u32 name, u32 next}.
+    for (let n = 0, vn = verneed.offset; n < verneed.info; n++, vn += b.readUInt32LE(vn + 12)) {
+      const library = str(b.readUInt32LE(vn + 4));
+      for (let k = 0, va = vn + b.readUInt32LE(vn + 8); k < b.readUInt16LE(vn + 2); k++, va += b.readUInt32LE(va + 12)) {
+        needs.push({ library, version: str(b.readUInt32LE(va + 8)) });
+      }
+    }
+  }
+  return { machine: b.readUInt16LE(18), needs };
+}
+
+/** Fails unless `file` is an ELF for `machine` that needs no glibc newer than index.js's MIN_GLIBC. */
+function assertNativeBuild(file, machine) {
+  const { machine: got, needs } = elfNeeds(file);
+  assert.equal(got, machine, `${path.basename(file)}: e_machine ${got}, expected ${machine}`);
+  const glibc = needs.filter((n) => n.version.startsWith('GLIBC_'));
+  assert.ok(glibc.some((n) => n.library === 'libc.so.6'), `${path.basename(file)}: no GLIBC_ version needs found: ${JSON.stringify(needs)}`);
+  const [major, minor] = minGlibc();
+  for (const { library, version } of glibc) {
+    const v = /^GLIBC_(\d+)\.(\d+)(?:\.\d+)?$/.exec(version);
+    assert.ok(v, `${path.basename(file)} needs ${version} from ${library}`);
+    const [vmaj, vmin] = [Number(v[1]), Number(v[2])];
+    assert.ok(vmaj < major || (vmaj === major && vmin <= minor), `${path.basename(file)} needs ${version} from ${library}, newer than index.js's MIN_GLIBC ${major}.${minor}`);
+  }
+  return glibc.map((n) => n.version);
+}
+
 function pack(dest) {
   const out = execFileSync(npm, ['pack', '--json', '--pack-destination', dest], { cwd: root, encoding: 'utf8' });
   return JSON.parse(out)[0];
 }
 
-test('npm pack ships the prebuilt linux-x64-gnu addon and the plugin files, and nothing else', () => {
+test('npm pack ships the prebuilt native addons and the plugin files, and nothing else', (t) => {
   const dest = tempDir();
   const info = pack(dest);
   const files = info.files.map((f) => f.path).sort();
-  for (const required of ['claw-identity.linux-x64-gnu.node', 'index.js', 'index.d.ts', 'openclaw.plugin.json', 'package.json', 'README.md']) {
+  const addons = ARM64_REQUIRED || files.includes(ARM64.file) ? [X64, ARM64] : [X64];
+  if (addons.length === 1) t.diagnostic(`${ARM64.file} not built here (no arm64 cross toolchain; npm run build:arm64 names what is missing), so not checked`);
+  for (const required of [...addons.map((a) => a.file), 'index.js', 'index.d.ts', 'openclaw.plugin.json', 'package.json', 'README.md']) {
     assert.ok(files.includes(required), `${required} missing from the tarball: ${files.join(', ')}`);
   }
   for (const f of files) {
     assert.doesNotMatch(f, /^(src|target|__test__|bench|fuzz|\.cache|node_modules)\//, `${f} should not ship`);
   }
-  const addon = info.files.find((f) => f.path === 'claw-identity.linux-x64-gnu.node');
-  assert.ok(addon.size > 100_000, `the addon is ${addon.size} bytes`);
+  for (const { file, machine } of addons) {
+    const addon = info.files.find((f) => f.path === file);
+    assert.ok(addon.size > 100_000, `${file} is ${addon.size} bytes`);
+    const versions = assertNativeBuild(path.join(root, file), machine);
+    t.diagnostic(`${file}: e_machine ${machine}, ${addon.size} bytes, needs ${[...new Set(versions)].sort((a, b) => a.localeCompare(b, 'en', { numeric: true })).at(-1)} at most`);
+  }
+  t.diagnostic(`tarball ${info.filename}: ${info.size} bytes packed, ${info.unpackedSize} unpacked`);
 });
 
 test('the installed tarball loads and injects on Node 20 and on Node 24', async () => {
