@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // Makes a fresh clone ready for `npm test` and `npm run demo`: installs the
 // npm dev dependencies when missing, builds the addon and its WebAssembly
-// build in release mode (cargo makes this a no-op when nothing changed),
-// and fetches the pinned OpenClaw and a Node 24 into .cache/ (see
-// ensure-openclaw.mjs). Safe to run again.
+// build in release mode (cargo makes this a no-op when nothing changed), the
+// linux-arm64 one too where the cross toolchain is, and fetches the pinned
+// OpenClaw and a Node 24 into .cache/ (see ensure-openclaw.mjs). Safe to run
+// again.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -29,6 +30,18 @@ if (!fs.existsSync(cli)) {
 say('building the addon (release) ...');
 run('npx', ['--no-install', 'napi', 'build', '--platform', '--release', '--no-js', '--dts', 'native.d.ts']);
 run(process.execPath, [path.join(root, 'scripts', 'build-wasm.mjs')]);
+
+// The linux-arm64 addon ships in the same tarball, so it is rebuilt with the
+// x64 one wherever the cross toolchain is (CI installs it): a stale arm64
+// build would otherwise be packed. Without it `npm test` still works, and the
+// package test checks the x64 build only.
+const { haveCrossToolchain } = await import('./arm64.mjs');
+if (haveCrossToolchain()) {
+  say('building the linux-arm64 addon (release, cross) ...');
+  run(process.execPath, [path.join(root, 'scripts', 'arm64.mjs'), 'build']);
+} else {
+  say('no arm64 cross toolchain here, so the linux-arm64 addon is not built (npm run build:arm64 names what is missing)');
+}
 
 if (!process.argv.includes('--no-openclaw')) {
   const { ensureOpenclaw } = await import('./ensure-openclaw.mjs');
