@@ -23,6 +23,20 @@ const X64 = { file: 'claw-identity.linux-x64-gnu.node', machine: 62 }; // EM_X86
 const ARM64 = { file: 'claw-identity.linux-arm64-gnu.node', machine: 183 }; // EM_AARCH64
 const ARM64_REQUIRED = Boolean(process.env.CI) || haveCrossToolchain();
 
+/** package.json's bundleDependencies and every package they depend on: the node_modules/ the tarball may hold. */
+function bundledPackages() {
+  const todo = [...(JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')).bundleDependencies ?? [])];
+  const seen = new Set();
+  while (todo.length) {
+    const name = todo.pop();
+    if (seen.has(name)) continue;
+    seen.add(name);
+    const pkg = JSON.parse(fs.readFileSync(path.join(root, 'node_modules', name, 'package.json'), 'utf8'));
+    todo.push(...Object.keys(pkg.dependencies ?? {}));
+  }
+  return seen;
+}
+
 /** index.js's MIN_GLIBC: the newest glibc symbol version a native build may need. */
 function minGlibc() {
   const m = /const MIN_GLIBC = \[(\d+), (\d+)\];/.exec(fs.readFileSync(path.join(root, 'index.js'), 'utf8'));
@@ -94,8 +108,11 @@ test('npm pack ships the prebuilt native addons and the plugin files, and nothin
   for (const required of [...addons.map((a) => a.file), 'index.js', 'index.d.ts', 'openclaw.plugin.json', 'package.json', 'README.md']) {
     assert.ok(files.includes(required), `${required} missing from the tarball: ${files.join(', ')}`);
   }
+  const bundled = bundledPackages();
   for (const f of files) {
-    assert.doesNotMatch(f, /^(src|target|__test__|bench|fuzz|\.cache|node_modules)\//, `${f} should not ship`);
+    assert.doesNotMatch(f, /^(src|target|__test__|bench|fuzz|\.cache)\//, `${f} should not ship`);
+    const dep = /^node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(f);
+    if (f.startsWith('node_modules/')) assert.ok(dep && bundled.has(dep[1]), `${f} should not ship: not a bundled dependency`);
   }
   for (const { file, machine } of addons) {
     const addon = info.files.find((f) => f.path === file);
