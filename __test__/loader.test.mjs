@@ -6,11 +6,10 @@
 // The fakes sit on a real Linux x64 or arm64 (this project's CI and qemu).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 
 import { fingerprint } from './helpers/subject.mjs';
-import { randomToken, tempDir, writeMap } from './helpers/support.mjs';
+import { randomToken, spawnNodeSync, tempDir, writeMap } from './helpers/support.mjs';
 
 const indexUrl = new URL('../index.js', import.meta.url).href;
 
@@ -46,7 +45,7 @@ function load({ platform = process.platform, arch = process.arch, glibc }) {
       doctorOk: doctor({ map: written.path }).ok,
     }));
     layer.close();`;
-  const r = spawnSync(process.execPath, ['--import', `data:text/javascript,${encodeURIComponent(fake)}`, '--input-type=module', '-e', script], {
+  const r = spawnNodeSync(['--import', `data:text/javascript,${encodeURIComponent(fake)}`, '--input-type=module', '-e', script], {
     encoding: 'utf8',
     timeout: 60_000,
     env: { ...process.env, NODE_NO_WARNINGS: '1' },

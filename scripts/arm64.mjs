@@ -35,7 +35,9 @@ const NODE_BIN = path.join(NODE_DIR, 'node_modules', NODE_PACKAGE, 'bin', 'node'
 // The unit suites run under qemu, in this order: every suite that exercises
 // the addon through index.js and fits the time (about 1.5 min in all here;
 // each child Node they start goes through the emulator, see
-// __test__/helpers/support.mjs). Left out:
+// __test__/helpers/support.mjs). loader comes first: on arm64 it checks that
+// index.js picks the arm64 build at glibc 2.34 and the WebAssembly one on the
+// platforms it fakes. Left out:
 // - cli: 36 starts of the command, each a whole arm64 Node under qemu
 //   (measured 152 s alone, twice the rest together); it drives the same
 //   addon calls (doctor, explain, write-map) the suites here make in-process.
@@ -50,7 +52,7 @@ const NODE_BIN = path.join(NODE_DIR, 'node_modules', NODE_PACKAGE, 'bin', 'node'
 // - package: npm pack and install run no arm64 code; the preflight below
 //   loads the arm64 build from the packed tarball instead.
 // - e2e/: the OpenClaw gateway under qemu is far outside the time budget.
-export const SUITES = ['layer', 'watcher', 'watcher-links', 'rules', 'plugin', 'faults', 'map-guard', 'writer', 'native', 'hotpath', 'workers', 'concurrency', 'exit'];
+export const SUITES = ['loader', 'layer', 'watcher', 'watcher-links', 'rules', 'plugin', 'faults', 'map-guard', 'writer', 'native', 'hotpath', 'workers', 'concurrency', 'exit'];
 
 // A suite still running after this long is stopped and counted as failed, so
 // a hung one cannot hold CI; it is a watchdog, no suite comes near it.
