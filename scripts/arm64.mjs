@@ -39,8 +39,10 @@ const NODE_BIN = path.join(NODE_DIR, 'node_modules', NODE_PACKAGE, 'bin', 'node'
 // index.js picks the arm64 build at glibc 2.34 and the WebAssembly one on the
 // platforms it fakes. Left out:
 // - cli: 36 starts of the command, each a whole arm64 Node under qemu
-//   (measured 152 s alone, twice the rest together); it drives the same
-//   addon calls (doctor, explain, write-map) the suites here make in-process.
+//   (measured 152 s alone, nearly twice the rest together); the addon calls
+//   it drives (doctor, write-map, explain, audit) are thin wrappers over the
+//   Rust ops that the cargo tests below run on arm64, and loader and writer
+//   call doctor and write-map through index.js.
 // - leak-guard: runs `node --test` in a child, whose runner would start yet
 //   another process.execPath (no binfmt_misc: it cannot).
 // - syscalls: strace of a child; under qemu it would trace the emulator's
@@ -75,39 +77,25 @@ function onPath(cmd) {
   });
 }
 
-function requireRustTarget() {
+/** What the cross build lacks here, as the one line that says how to get it; null when nothing. */
+function missingCrossToolchain() {
+  if (!onPath(LINKER)) return `${LINKER} not found: apt-get install gcc-aarch64-linux-gnu`;
+  if (!fs.existsSync(path.join(SYSROOT, 'lib', 'ld-linux-aarch64.so.1'))) {
+    return `no arm64 glibc in ${SYSROOT}: apt-get install gcc-aarch64-linux-gnu (it brings libc6-arm64-cross)`;
+  }
   let sysroot;
   try {
     sysroot = execFileSync('rustc', ['--print', 'sysroot'], { encoding: 'utf8' }).trim();
   } catch {
-    die('rustc not found: install the Rust toolchain (rustup)');
+    return 'rustc not found: install the Rust toolchain (rustup)';
   }
-  if (!fs.existsSync(path.join(sysroot, 'lib', 'rustlib', TARGET, 'lib'))) {
-    die(`the Rust target ${TARGET} is missing: rustup target add ${TARGET}`);
-  }
+  if (!fs.existsSync(path.join(sysroot, 'lib', 'rustlib', TARGET, 'lib'))) return `the Rust target ${TARGET} is missing: rustup target add ${TARGET}`;
+  return null;
 }
 
-function requireLinker() {
-  if (!onPath(LINKER)) die(`${LINKER} not found: apt-get install gcc-aarch64-linux-gnu`);
-  if (!fs.existsSync(path.join(SYSROOT, 'lib', 'ld-linux-aarch64.so.1'))) {
-    die(`no arm64 glibc in ${SYSROOT}: apt-get install gcc-aarch64-linux-gnu (it brings libc6-arm64-cross)`);
-  }
-}
-
-function requireQemu() {
-  if (!onPath(QEMU[0])) die(`${QEMU[0]} not found: apt-get install qemu-user`);
-  requireLinker(); // the arm64 glibc that -L points at
-}
-
-/** The cross toolchain is here (for prepare.mjs: build arm64 only where it can). */
+/** The cross toolchain is here (for prepare.mjs and the package test: arm64 is built only where it can be). */
 export function haveCrossToolchain() {
-  if (!onPath(LINKER) || !fs.existsSync(path.join(SYSROOT, 'lib', 'ld-linux-aarch64.so.1'))) return false;
-  try {
-    const sysroot = execFileSync('rustc', ['--print', 'sysroot'], { encoding: 'utf8' }).trim();
-    return fs.existsSync(path.join(sysroot, 'lib', 'rustlib', TARGET, 'lib'));
-  } catch {
-    return false;
-  }
+  return missingCrossToolchain() === null;
 }
 
 const crossEnv = () => ({
@@ -121,8 +109,8 @@ function seconds(t0) {
 }
 
 export function build() {
-  requireRustTarget();
-  requireLinker();
+  const missing = missingCrossToolchain();
+  if (missing) die(missing);
   const t0 = Date.now();
   // --dts native.d.ts: napi would otherwise overwrite the hand-written index.d.ts.
   const r = spawnSync('npx', ['--no-install', 'napi', 'build', '--platform', '--release', '--no-js', '--dts', 'native.d.ts', '--target', TARGET], {
@@ -235,7 +223,10 @@ function count(output, what) {
 }
 
 export async function test(only) {
-  requireQemu();
+  if (!onPath(QEMU[0])) die(`${QEMU[0]} not found: apt-get install qemu-user`);
+  // The arm64 glibc that -L points at, and the cross linker for the Rust tests.
+  const missing = missingCrossToolchain();
+  if (missing) die(missing);
   if (!fs.existsSync(path.join(root, ADDON))) die(`${ADDON} is missing: npm run build:arm64`);
   const tAll = Date.now();
   const node = await ensureArm64Node();
