@@ -165,6 +165,26 @@ test('invalid JSON keeps the last good map and says why, once', async () => {
   layer.close();
 });
 
+test('a warning and the recovery line right after it reach the logger in the order they were logged', async () => {
+  // The watcher logs the refusal, then (the fixed map already written) the
+  // recovery, back to back: lines of two levels, from its own thread. They
+  // once took one threadsafe function per level, and the recovery line often
+  // overtook the warning (about one round in six here).
+  for (let round = 0; round < 50; round++) {
+    const dir = tempDir();
+    const file = path.join(dir, 'm.json');
+    writeMap(file, { [A]: randomToken() });
+    const { layer, log } = open(file);
+    writeMapAtomic(file, '{"paco--francis": ');
+    await waitFor(() => layer.stats().reloadErrors >= 1, { what: `round ${round}: the reload error` });
+    writeMapAtomic(file, { [A]: randomToken() });
+    await waitFor(() => log.has(/token map is loadable again/), { what: `round ${round}: the recovery line` });
+    const order = log.lines.map((l) => l.line).filter((l) => /not a valid token map|loadable again/.test(l));
+    assert.deepEqual(order.map((l) => (/loadable again/.test(l) ? 'recovered' : 'refused')), ['refused', 'recovered'], `round ${round}:\n${log.text()}`);
+    layer.close();
+  }
+});
+
 test('an agent removed from the file loses its token at once', async () => {
   const dir = tempDir();
   const file = path.join(dir, 'm.json');

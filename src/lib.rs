@@ -308,7 +308,7 @@ impl Inner {
     fn before_tool_call(self: &Rc<Self>, env: &Env, event: Js, ctx: Js, mode: Mode) -> Result<Js> {
         // Lines logged while deciding (by this thread or the watcher's) go
         // out on this thread, in order, before the call returns.
-        self.pending.lock().get_or_insert_with(Vec::new);
+        self.pending.hold();
         let mut tool = None;
         let r = catch_unwind(AssertUnwindSafe(|| {
             self.decide(env, event, ctx, mode, &mut tool)

@@ -1,19 +1,25 @@
 //! What the layer calls back into JS: the logger (OpenClaw's `api.logger`)
 //! and the session store (`api.runtime.agent.session`, adapted by index.js).
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
-use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::threadsafe_function::{
+    ThreadsafeCallContext, ThreadsafeFunction, ThreadsafeFunctionCallMode,
+};
 use parking_lot::Mutex;
 
 use super::js::{Js, Kind};
 use crate::log::{Level, Log};
 
-/// A logger method for lines from the watcher thread: weak, so a live layer
-/// never keeps Node running; bounded, so a stalled event loop drops lines
-/// instead of growing a queue.
-type LineFn = ThreadsafeFunction<String, (), String, Status, false, true, 1024>;
+/// Wakes the JS thread to deliver the lines waiting in the outbox: weak, so
+/// a live layer never keeps Node running. At most one wake-up is on its way.
+type WakeFn = ThreadsafeFunction<(), (), (), Status, false, true, 4>;
+
+/// The most lines that wait for the JS thread; past it a line is dropped
+/// (and counted), so a stalled event loop never grows a queue.
+const MAX_WAITING: usize = 1024;
 
 /// The JS logger, for lines logged on the JS thread (the per-call line, the
 /// load line): called directly, in order, before the call returns.
@@ -24,9 +30,55 @@ pub struct JsLogger {
     error: FunctionRef<Js, Js>,
 }
 
-/// Lines logged while `Layer::new` runs wait here, then go out in order on
-/// the JS thread; after that, watcher lines take the threadsafe functions.
-pub type Pending = Arc<Mutex<Option<Vec<(Level, String)>>>>;
+/// Every line on its way to the JS logger, of every level, in the order it
+/// was logged: the JS thread takes them all at once, so a line never
+/// overtakes an earlier one (a watcher's warning and its recovery line, say).
+/// While the JS thread is in `Layer::new` or a call, it delivers them itself
+/// before returning (`hold`, then `JsLogger::flush`); otherwise a line wakes
+/// it through a threadsafe function.
+pub struct Outbox {
+    state: Mutex<OutboxState>,
+}
+
+struct OutboxState {
+    lines: VecDeque<(Level, String)>,
+    /// The JS thread delivers the lines itself at its next flush.
+    held: bool,
+    /// A wake-up is on its way to the JS thread.
+    woken: bool,
+}
+
+pub type Pending = Arc<Outbox>;
+
+impl Outbox {
+    /// Lines wait for the JS thread's next `JsLogger::flush` (it is in a call).
+    pub fn hold(&self) {
+        self.state.lock().held = true;
+    }
+
+    /// Queues a line; true when it must wake the JS thread. None: dropped.
+    fn push(&self, level: Level, line: String) -> Option<bool> {
+        let mut s = self.state.lock();
+        if s.lines.len() >= MAX_WAITING {
+            return None;
+        }
+        s.lines.push_back((level, line));
+        let wake = !s.held && !s.woken;
+        s.woken |= wake;
+        Some(wake)
+    }
+
+    /// Every waiting line, oldest first; `release` ends a hold.
+    fn take(&self, release: bool) -> VecDeque<(Level, String)> {
+        let mut s = self.state.lock();
+        if release {
+            s.held = false;
+        } else {
+            s.woken = false;
+        }
+        std::mem::take(&mut s.lines)
+    }
+}
 
 impl JsLogger {
     /// The `logger` option (`{ info, warn, error }`), or `console.warn` and
@@ -69,52 +121,61 @@ impl JsLogger {
             None
         };
         let (warn, error) = (method(c"warn")?, method(c"error")?);
-
-        let tsfn = |f: Js| -> Result<LineFn> {
-            // SAFETY: `f` is a live function of this env.
-            let f = unsafe { Function::<String, ()>::from_napi_value(env.raw(), f.raw())? };
-            f.build_threadsafe_function::<String>()
-                .weak::<true>()
-                .callee_handled::<false>()
-                .max_queue_size::<1024>()
-                .build()
-        };
-        let lines = (info.map(tsfn).transpose()?, tsfn(warn)?, tsfn(error)?);
-        let pending: Pending = Arc::new(Mutex::new(Some(Vec::new())));
-        let queued = pending.clone();
-        let write = move |level: Level, line: String| {
-            if let Some(buf) = queued.lock().as_mut() {
-                buf.push((level, line));
-                return true;
-            }
-            let f = match level {
-                Level::Info => match &lines.0 {
-                    Some(f) => f,
-                    None => return true,
-                },
-                Level::Warn => &lines.1,
-                Level::Error => &lines.2,
-            };
-            f.call(line, ThreadsafeFunctionCallMode::NonBlocking) == Status::Ok
-        };
-        let log = Log::new(Some(Box::new(write)), with_info);
         let func_ref = |f: Js| -> Result<FunctionRef<Js, Js>> {
             // SAFETY: `f` is a live function of this env.
             unsafe { Function::<Js, Js>::from_napi_value(env.raw(), f.raw())? }.create_ref()
         };
-        let logger = JsLogger {
-            info: info.map(func_ref).transpose()?,
-            warn: func_ref(warn)?,
-            error: func_ref(error)?,
+        let refs = || -> Result<JsLogger> {
+            Ok(JsLogger {
+                info: info.map(func_ref).transpose()?,
+                warn: func_ref(warn)?,
+                error: func_ref(error)?,
+            })
         };
-        Ok((logger, log, pending))
+        let outbox: Pending = Arc::new(Outbox {
+            state: Mutex::new(OutboxState {
+                lines: VecDeque::new(),
+                held: true, // until `Layer::new` is done
+                woken: false,
+            }),
+        });
+        // The wake-up delivers what waits, on the JS thread, through its own
+        // references to the logger's methods.
+        let deliver = refs()?;
+        let waiting = outbox.clone();
+        let wake: WakeFn = env
+            // A no-op: the callback delivers the lines. (A Rust closure as a
+            // JS function is not available on the WebAssembly build.)
+            .run_script::<_, Function<(), ()>>("(function clawIdentityLogWake() {})")?
+            .build_threadsafe_function::<()>()
+            .weak::<true>()
+            .callee_handled::<false>()
+            .max_queue_size::<4>()
+            .build_callback(move |ctx: ThreadsafeCallContext<()>| {
+                for (level, line) in waiting.take(false) {
+                    deliver.write(&ctx.env, level, &line);
+                }
+                Ok(())
+            })?;
+        let queued = outbox.clone();
+        let write = move |level: Level, line: String| match queued.push(level, line) {
+            None => false,
+            Some(false) => true,
+            Some(true) => {
+                // Not Ok: the queue is full (a wake-up is already on its way)
+                // or the function is closing; either way the line waits.
+                let _ = wake.call((), ThreadsafeFunctionCallMode::NonBlocking);
+                true
+            }
+        };
+        let log = Log::new(Some(Box::new(write)), with_info);
+        Ok((refs()?, log, outbox))
     }
 
-    /// Sends the lines queued while the layer started, then lets later lines
-    /// from other threads take the threadsafe functions.
+    /// Delivers every waiting line, in order, on the JS thread, and ends the
+    /// hold: later lines wake the JS thread themselves.
     pub fn flush(&self, env: &Env, pending: &Pending) {
-        let lines = pending.lock().take().unwrap_or_default();
-        for (level, line) in lines {
+        for (level, line) in pending.take(true) {
             self.write(env, level, &line);
         }
     }
