@@ -47,10 +47,12 @@ const NODE_BIN = path.join(NODE_DIR, 'node_modules', NODE_PACKAGE, 'bin', 'node'
 //   another process.execPath (no binfmt_misc: it cannot).
 // - syscalls: strace of a child; under qemu it would trace the emulator's
 //   host syscalls, not the addon's.
-// - torture: a 1,000,000-call load test sized for native speed (over 4 min
-//   here), and its RSS bound is void under qemu (process.memoryUsage().rss
-//   reads 0); qemu on x64 does not reproduce arm64's weaker memory ordering
-//   either, so it would add little over the native run.
+// - torture: a 1,000,000-call load test sized for native speed: 120 s alone
+//   under qemu on a quiet machine, and past its 120 s wait for the readers
+//   on a busy one (twice; once qemu itself died of SIGBUS). Its RSS bound is
+//   void under qemu (process.memoryUsage().rss reads 0), and qemu on x64
+//   does not reproduce arm64's weaker memory ordering, so it would add
+//   little over the native run.
 // - package: npm pack and install run no arm64 code; the preflight below
 //   loads the arm64 build from the packed tarball instead.
 // - e2e/: the OpenClaw gateway under qemu is far outside the time budget.
