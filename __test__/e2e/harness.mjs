@@ -917,6 +917,17 @@ export function stagePlugin(run, src = pluginDir(), name = "claw-identity") {
   fs.mkdirSync(dest, { recursive: true, mode: 0o700 });
   const pkg = JSON.parse(fs.readFileSync(path.join(src, "package.json"), "utf8"));
   const entries = Array.isArray(pkg.files) ? ["package.json", ...pkg.files] : fs.readdirSync(src).filter((n) => !n.startsWith(".") && n !== "node_modules");
+  // npm pack ships the bundled dependencies (the WebAssembly runtime) too,
+  // and OpenClaw checks that a plugin's dependencies are present.
+  const seen = new Set();
+  const bundle = (name) => {
+    if (seen.has(name)) return;
+    seen.add(name);
+    entries.push(`node_modules/${name}`);
+    const deps = JSON.parse(fs.readFileSync(path.join(src, "node_modules", name, "package.json"), "utf8")).dependencies ?? {};
+    Object.keys(deps).forEach(bundle);
+  };
+  (pkg.bundleDependencies ?? []).forEach(bundle);
   for (const e of entries) {
     const from = path.join(src, e);
     if (!fs.existsSync(from)) continue; // e.g. README.md not written yet
