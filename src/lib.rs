@@ -11,17 +11,10 @@
 #![deny(clippy::all)]
 
 mod bridge;
-pub mod engine;
-mod layer;
-pub mod log;
-pub mod options;
-pub mod redact;
-pub mod rules;
-pub mod sys;
-pub mod token_map;
-pub mod watcher;
 
-pub use layer::{Layer, Stats};
+#[cfg(target_os = "wasi")]
+use claw_identity_core::sys;
+use claw_identity_core::{engine, log, ops, redact, rules, Layer};
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
@@ -37,10 +30,10 @@ use serde_json::Value;
 use crate::bridge::host::{JsLogger, JsSessions};
 use crate::bridge::js::{Js, Kind};
 use crate::bridge::params::{copy_with, exact, present, read_fields, Unreadable};
-use crate::engine::Decision;
-use crate::log::Level;
-use crate::options::Options;
-use crate::rules::{Params, ToolCall, Verdict};
+use claw_identity_core::engine::Decision;
+use claw_identity_core::log::Level;
+use claw_identity_core::options::Options;
+use claw_identity_core::rules::{Params, ToolCall, Verdict};
 
 /// Sub-agent lineage look-ups allowed for one call: more means a broken store.
 const MAX_LINEAGE_LOOKUPS: usize = 16;
@@ -235,7 +228,7 @@ fn js_options(options: Option<Js>) -> Result<JsOptions> {
 
 /// Where OpenClaw keeps its state: `OPENCLAW_STATE_DIR`, else `~/.openclaw`.
 fn openclaw_state_dir(home: Option<&std::path::Path>) -> std::path::PathBuf {
-    match crate::sys::env_var("OPENCLAW_STATE_DIR").filter(|d| !d.is_empty()) {
+    match claw_identity_core::sys::env_var("OPENCLAW_STATE_DIR").filter(|d| !d.is_empty()) {
         Some(d) => d.into(),
         None => home.unwrap_or(std::path::Path::new("/")).join(".openclaw"),
     }
@@ -294,7 +287,7 @@ impl Inner {
             }
         };
         if let Some(cfg) = ops::config::OpenClawConfig::from_value(value) {
-            let home = crate::sys::env_var("HOME")
+            let home = claw_identity_core::sys::env_var("HOME")
                 .filter(|h| !h.is_empty())
                 .map(std::path::PathBuf::from);
             let table = cfg.agent_fs(&openclaw_state_dir(home.as_deref()), home.as_deref());
@@ -1140,8 +1133,6 @@ pub fn fingerprint(secret: String) -> String {
 // `claw-identity doctor`, `explain` and the atomic map writer, for
 // bin/claw-identity.js and the `writeTokenMap` export of index.js. The work
 // is done in `ops` (pure Rust); these wrappers only convert.
-
-pub mod ops;
 
 /// A report of `doctor` or `explain`: the verdict, the text for a terminal,
 /// and the same report as JSON (for `--json`).

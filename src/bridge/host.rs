@@ -11,7 +11,7 @@ use napi::threadsafe_function::{
 use parking_lot::Mutex;
 
 use super::js::{Js, Kind};
-use crate::log::{Level, Log};
+use claw_identity_core::log::{Level, Log};
 
 /// Wakes the JS thread to deliver the lines waiting in the outbox: weak, so
 /// a live layer never keeps Node running. At most one wake-up is on its way.

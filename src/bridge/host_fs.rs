@@ -11,7 +11,7 @@ use napi::bindgen_prelude::*;
 use napi::sys;
 
 use super::js::{Js, Kind};
-use crate::sys::{Host, HostStat};
+use claw_identity_core::sys::{Host, HostStat};
 
 pub struct NodeFs {
     env: sys::napi_env,

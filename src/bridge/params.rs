@@ -6,7 +6,7 @@ use napi::Result;
 use serde_json::Value;
 
 use super::js::{Js, Kind};
-use crate::rules::Params;
+use claw_identity_core::rules::Params;
 
 /// Nesting deeper than this in a field a rule reads is refused, not guessed at.
 pub const MAX_DEPTH: usize = 32;
@@ -181,7 +181,7 @@ const MAX_RESULT_DEPTH: usize = 64;
 pub fn redact(
     env: napi::sys::napi_env,
     v: Js,
-    r: &crate::redact::results::Redactor,
+    r: &claw_identity_core::redact::results::Redactor,
     depth: usize,
 ) -> Result<Option<Js>> {
     if r.is_empty() {
