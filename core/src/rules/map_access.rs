@@ -1,216 +1,505 @@
-//! Rule `map-access`: the agents' own file tools must not reach the token
-//! map. OpenClaw's `read`, `write`, `edit`, `apply_patch`, `ls` (and the
-//! media tools that load a local file) run as the gateway's uid, which owns
-//! the map, so a model that names the map's path could read every agent's
-//! token or replace the map. A call is blocked when a path it names resolves
-//! onto the map file or into the map's directory.
+//! Rule `map-access`: the agents' own tools must not reach the token map,
+//! and (rule `layer-controls`, whose files are listed in
+//! `rules/layer_controls.rs`) must not reach what controls the layer:
+//! OpenClaw's config and the secrets beside it, and the plugin's code.
+//! OpenClaw's file and media tools run as the gateway's uid, which owns all
+//! of these, so a model that names one could read every agent's token,
+//! replace the map, or switch the layer off.
 //!
-//! Paths are resolved the way OpenClaw does before it opens them (relative to
-//! the agent's workspace, `~` to the home directory, `..` lexically, a
-//! leading `@` file reference), then through symlinks, and compared by
-//! (device, inode), never by string: a symlink, a bind mount or a hard link
-//! to the map is caught as well. This guards the file tools only; `exec` can
-//! reach the file in ways no path check sees (docs/threat-model.md).
+//! A call is decided on the paths OpenClaw will open, not on a picture of
+//! them. For every path a tool names:
+//! 1. it is read the way that tool reads it, in OpenClaw 2026.9.6's own code
+//!    (`crate::paths` names each function): an `@` file reference, a broken
+//!    `</arg_value>>` suffix, a `MEDIA:` prefix, a `file:` URL through
+//!    Node's own `fileURLToPath`, `~` with each of OpenClaw's three homes;
+//! 2. a relative path is resolved against the directory that tool runs in:
+//!    the session's spawned cwd, the agent's `cwd`, else its workspace as
+//!    OpenClaw resolves it (where OpenClaw's own answer is not at hand,
+//!    every workspace it may pick); an absent path is that directory itself;
+//! 3. the kernel resolves it (symlinks, `..` after them) as far as it
+//!    exists, and the rest is taken as named, so a location that doesn't
+//!    exist yet is refused all the same;
+//! 4. it is compared with every protected location by real path, by
+//!    lexical path and by (device, inode) of the file and its directory, so
+//!    a symlink, a hard link or a bind mount of one is caught too.
+//!
+//! Shells are a different matter: no path check sees what `exec` opens
+//! (docs/threat-model.md). `protectMap: "strict"` refuses them to agents
+//! outside OpenClaw's sandbox.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
-use std::ffi::OsString;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::Params;
+use super::{Context, Decision, Params, ToolCall};
+use crate::paths;
 use crate::redact::shown;
+use crate::route::Route;
+use crate::sys;
 
 pub const RULE_ID: &str = "map-access";
 
-/// Every top-level param key this rule reads, over all guarded tools.
-pub const PARAMS: &[&str] = &[
-    "path",
-    "file_path",
-    "filePath",
-    "paths",
-    "input",
-    "patch",
-    "pdf",
-    "pdfs",
-    "image",
-    "images",
-    "media",
-    "attachments",
-];
-
 /// Tools that run a shell or a program: no path check can see what they
 /// open. `protectMap: "strict"` blocks them for agents without a sandbox.
-pub const EXEC_TOOLS: &[&str] = &["exec", "bash", "process"];
+pub const EXEC_TOOLS: [&str; 4] = ["exec", "bash", "process", "terminal"];
 
 /// `protectMap`: how far the layer keeps the map from the agents' tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum ProtectMap {
-    /// No path guard (the result redaction is separate).
+    /// No path guard for the map (the result redaction is separate).
     Off,
-    /// Block file-tool calls whose paths reach the map (the default).
+    /// Block tool calls whose paths reach the map (the default).
     #[default]
     Paths,
-    /// `paths`, and block `exec`/`process` for agents not known to run in
-    /// OpenClaw's sandbox.
+    /// `paths`, and block shells for agents not known to run in OpenClaw's
+    /// sandbox.
     Strict,
 }
 
-/// What a guarded tool does with the paths it names.
+/// What a tool does with a path it names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Access {
-    /// Opens the named file or lists the named directory.
-    Open,
-    /// Changes files under the named path (write, edit, apply_patch), or
-    /// reads a whole tree under it (grep): a directory above the map's is
-    /// refused too.
-    Tree,
+pub enum Access {
+    /// Reads the file (or uploads it somewhere).
+    Read,
+    /// Lists the directory.
+    List,
+    /// Reads every file under it (grep, find, a directory fetch), or runs
+    /// there (a spawned child's cwd, a shell's workdir).
+    Search,
+    /// Creates, changes, moves or deletes it.
+    Write,
 }
 
-/// Where a tool keeps its paths.
-#[derive(Debug, Clone, Copy)]
-enum Keys {
-    /// Top-level string params.
-    Strings(&'static [&'static str]),
-    /// An `apply_patch` body: the paths are in its `***` headers.
-    Patch(&'static [&'static str]),
+/// Which rule a protected location belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Guard {
+    /// The token map and its directories: `map-access`.
+    Map,
+    /// What controls the layer: `layer-controls`.
+    Layer,
 }
 
-/// The guarded tools (OpenClaw 2026.9.6 names; /work/notes/guard-research.md).
-fn guarded(tool: &str) -> Option<(Access, &'static [Keys])> {
-    const FILE: &[Keys] = &[Keys::Strings(&["path", "file_path", "filePath"])];
-    const DIR: &[Keys] = &[Keys::Strings(&["path"])];
-    Some(match tool {
-        "read" => (Access::Open, FILE),
-        "write" | "edit" => (Access::Tree, FILE),
-        "apply_patch" => (Access::Tree, &[Keys::Patch(&["input", "patch"])]),
-        "ls" | "find" => (Access::Open, DIR),
-        "grep" => (Access::Tree, DIR),
-        "view_image" => (Access::Open, &[Keys::Strings(&["path", "paths"])]),
-        "pdf" => (Access::Open, &[Keys::Strings(&["pdf", "pdfs"])]),
-        "image_generate" | "video_generate" | "music_generate" => {
-            (Access::Open, &[Keys::Strings(&["image", "images"])])
+impl Guard {
+    pub fn rule(self) -> &'static str {
+        match self {
+            Guard::Map => RULE_ID,
+            Guard::Layer => super::layer_controls::RULE_ID,
         }
-        // An attachment is read from disk and sent to a chat.
-        "message" => (
-            Access::Open,
-            &[Keys::Strings(&["media", "path", "filePath", "attachments"])],
-        ),
-        _ => return None,
-    })
+    }
 }
 
-/// Whether `tool` is one this rule reads the params of.
-pub fn is_guarded(tool: &str) -> bool {
-    guarded(tool).is_some()
+/// A protected location, as configured (paths may not exist yet).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Location {
+    pub guard: Guard,
+    /// How a block reason names it ("the token map", "OpenClaw's config file").
+    pub what: &'static str,
+    /// Absolute, lexically normalized.
+    pub path: PathBuf,
+    /// A directory: it and everything under it.
+    pub dir: bool,
+    /// Reads (and listings, searches) are refused too, not only writes.
+    pub secret: bool,
 }
 
-/// Tool names this rule reads the params of (for the engine's interest).
-pub const TOOLS: &[&str] = &[
-    "read",
-    "write",
-    "edit",
-    "apply_patch",
-    "ls",
-    "find",
-    "grep",
-    "view_image",
-    "pdf",
-    "image_generate",
-    "video_generate",
-    "music_generate",
-    "message",
-];
+impl Location {
+    fn refuses(&self, access: Access) -> bool {
+        self.secret || access == Access::Write
+    }
+}
 
-/// What the rule knows of an agent's filesystem, from OpenClaw's config
-/// (the hook's ctx has no workspace).
+/// A location as it is now: its real path and identity, where it exists.
+#[derive(Debug, Clone)]
+struct Resolved {
+    loc: Location,
+    real: Option<PathBuf>,
+    id: Option<(u64, u64)>,
+}
+
+/// The protected locations, resolved; made again at least every
+/// [`REFRESH`] and whenever the map's watcher saw a change.
+#[derive(Debug)]
+pub struct Protected {
+    items: Vec<Resolved>,
+    made: Instant,
+    generation: u64,
+}
+
+/// How long a resolved set of protected locations is used: a rotation of
+/// the map changes its inode, a re-pointed symlink its real path. The
+/// lexical paths, which catch most, never go stale.
+pub const REFRESH: Duration = Duration::from_millis(500);
+
+impl Protected {
+    pub fn resolve(locations: &[Location], generation: u64) -> Protected {
+        let items = locations
+            .iter()
+            .map(|loc| {
+                let (real, id) = match sys::real_path(&loc.path) {
+                    Ok((real, st)) => (Some(real), Some((st.dev, st.ino))),
+                    Err(_) => (
+                        // Missing: its directory's real path, and the rest as named.
+                        Some(kernel_path(&loc.path)).filter(|r| *r != loc.path),
+                        None,
+                    ),
+                };
+                Resolved {
+                    loc: loc.clone(),
+                    real,
+                    id,
+                }
+            })
+            .collect();
+        Protected {
+            items,
+            made: Instant::now(),
+            generation,
+        }
+    }
+
+    pub fn fresh(&self, generation: u64) -> bool {
+        self.generation == generation && self.made.elapsed() < REFRESH
+    }
+}
+
+/// What the rule knows of each agent's file system, from OpenClaw's config
+/// (the hook's ctx has no workspace): where its tools run.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AgentFs {
-    /// Directories a relative path may be resolved against: the run's cwd
-    /// (`agents.*.cwd`) and the workspace. Empty: unknown.
-    pub roots: Vec<PathBuf>,
+    /// The run's cwd (`agents.entries.<id>.cwd`, else `agents.defaults.cwd`).
+    pub cwd: Option<PathBuf>,
+    /// Its workspace: OpenClaw's own answer (`resolveAgentWorkspaceDir`,
+    /// handed over by the plugin), or every workspace OpenClaw may pick
+    /// where that answer is not at hand.
+    pub workspaces: Vec<PathBuf>,
     /// Whether every session of the agent runs in OpenClaw's sandbox
-    /// (`sandbox.mode: "all"`), so `exec` can't see the host's files.
+    /// (`sandbox.mode: "all"`), so its shells can't see the host's files.
     pub sandboxed: bool,
 }
 
-/// Per-agent filesystem facts, set by the plugin from OpenClaw's config.
+/// Per-agent file-system facts, set by the plugin from OpenClaw's config.
 #[derive(Debug, Clone, Default)]
 pub struct AgentFsTable {
     pub agents: HashMap<String, AgentFs>,
-    /// For an agent not listed.
-    pub default: AgentFs,
+    /// For an agent the config doesn't list.
+    pub default: DefaultFs,
+}
+
+/// What an agent the config doesn't list gets: the defaults' cwd and
+/// sandbox, and the workspaces `resolveAgentWorkspaceDir`
+/// (`agent-scope-config-*.mjs`) may give any agent id.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DefaultFs {
+    pub cwd: Option<PathBuf>,
+    pub sandboxed: bool,
+    /// `agents.defaults.workspace`: the owner agent's workspace itself, and
+    /// `<it>/<id>` for the others.
+    pub defaults_workspace: Option<PathBuf>,
+    /// The owner agent's when `agents.defaults.workspace` is unset
+    /// (`resolveDefaultAgentWorkspaceDir`): `OPENCLAW_WORKSPACE_DIR`, else
+    /// `<stateDir>/workspace` or the profile's.
+    pub env_workspaces: Vec<PathBuf>,
+    /// `<stateDir>`, for `<stateDir>/workspace-<id>`.
+    pub state_dir: PathBuf,
+}
+
+impl DefaultFs {
+    /// Every workspace OpenClaw may give agent `id` (whether it is the
+    /// owner agent depends on state OpenClaw keeps to itself).
+    pub fn workspaces_of(&self, id: &str) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        match &self.defaults_workspace {
+            Some(w) => {
+                out.push(w.clone());
+                out.push(w.join(id));
+            }
+            None => {
+                out.extend(self.env_workspaces.iter().cloned());
+                out.push(self.state_dir.join(format!("workspace-{id}")));
+            }
+        }
+        out
+    }
 }
 
 impl AgentFsTable {
-    pub fn get(&self, agent: Option<&str>) -> &AgentFs {
-        agent
-            .and_then(|a| self.agents.get(a))
-            .unwrap_or(&self.default)
-    }
-}
-
-/// The map and its directory, by (device, inode), read when a call is decided
-/// (a rotation renames a new file over the map, so its inode changes).
-pub struct Protected {
-    map: PathBuf,
-    map_id: Option<(u64, u64)>,
-    dir_id: Option<(u64, u64)>,
-    /// The directories above the map's (refused to `Access::Tree` tools).
-    above: Vec<(u64, u64)>,
-    /// The map's file name and its directory's name, for relative paths
-    /// when no workspace is known.
-    names: (OsString, OsString),
-}
-
-fn id(path: &Path) -> Option<(u64, u64)> {
-    crate::sys::stat(path).ok().map(|s| (s.dev, s.ino))
-}
-
-impl Protected {
-    pub fn new(map_path: &Path) -> Protected {
-        let dir_path = map_path.parent().unwrap_or(Path::new("/"));
-        let dir_real =
-            crate::sys::canonicalize(dir_path).unwrap_or_else(|_| dir_path.to_path_buf());
-        let above = dir_real.ancestors().skip(1).filter_map(id).collect();
-        let name = |p: &Path| p.file_name().map(OsString::from).unwrap_or_default();
-        Protected {
-            map: map_path.to_path_buf(),
-            map_id: id(map_path),
-            dir_id: id(&dir_real),
-            above,
-            names: (name(map_path), name(&dir_real)),
+    /// Where `agent`'s tools run.
+    pub fn get(&self, agent: Option<&str>) -> Cow<'_, AgentFs> {
+        if let Some(a) = agent.and_then(|a| self.agents.get(a)) {
+            return Cow::Borrowed(a);
         }
+        let d = &self.default;
+        Cow::Owned(AgentFs {
+            cwd: d.cwd.clone(),
+            workspaces: agent.map(|id| d.workspaces_of(id)).unwrap_or_default(),
+            sandboxed: d.sandboxed,
+        })
     }
 }
 
-/// The strings a guarded call names as paths.
-fn named_paths<'p>(keys: &[Keys], params: &'p Params) -> Vec<&'p str> {
-    let mut out = Vec::new();
-    for k in keys {
-        match k {
-            Keys::Strings(names) => {
-                for name in *names {
-                    collect_strings(params.get(*name), &mut out);
-                }
-            }
-            Keys::Patch(names) => {
-                for name in *names {
-                    if let Some(Value::String(body)) = params.get(*name) {
-                        out.extend(patch_paths(body));
-                    }
-                }
-            }
+/// What the rule knows of the host: the agents' file systems, and the
+/// locations it keeps out of their reach.
+#[derive(Debug, Default)]
+pub struct Facts {
+    pub agents: AgentFsTable,
+    pub locations: Vec<Location>,
+    /// The resolved locations, remade when stale.
+    pub resolved: parking_lot::Mutex<Option<Arc<Protected>>>,
+}
+
+impl Facts {
+    /// The protected locations, resolved now or recently (`generation`: the
+    /// map watcher's count of changes).
+    fn protected(&self, generation: u64) -> Arc<Protected> {
+        let mut slot = self.resolved.lock();
+        if let Some(p) = slot.as_ref().filter(|p| p.fresh(generation)) {
+            return p.clone();
+        }
+        let p = Arc::new(Protected::resolve(&self.locations, generation));
+        *slot = Some(p.clone());
+        p
+    }
+}
+
+/// The map's own locations: the file as configured and as its symlinks
+/// resolve now, and the directories holding each.
+pub fn map_locations(map: &Path) -> Vec<Location> {
+    let loc = |what, path: PathBuf, dir| Location {
+        guard: Guard::Map,
+        what,
+        path,
+        dir,
+        secret: true,
+    };
+    let mut out = vec![
+        loc("the token map", map.to_path_buf(), false),
+        loc("the token map's directory", paths::parent_of(map), true),
+    ];
+    // A symlinked map (supported): the file it ends at, and that file's directory.
+    if let Ok(real) = sys::canonicalize(map) {
+        if real != map {
+            out.push(loc("the token map", real.clone(), false));
+            out.push(loc(
+                "the token map's directory",
+                paths::parent_of(&real),
+                true,
+            ));
         }
     }
     out
 }
 
-/// A string, the strings of a list, or the `media`/`path` of each object in
-/// a list (`message`'s `attachments`).
-fn collect_strings<'p>(v: Option<&'p Value>, out: &mut Vec<&'p str>) {
+/// The directories a relative path of `agent`'s tools is resolved against,
+/// as OpenClaw picks them (`createOpenClawCodingToolsInternal`'s
+/// `codingRoot`, `agent-tools-*.mjs`): the session's spawned cwd, else the
+/// agent's cwd, else its workspace; a root workspace means the gateway's
+/// own cwd (`resolveWorkspaceRoot`). `message` resolves host media against
+/// the workspace instead (`createAgentScopedHostMediaReadFile`).
+fn bases(
+    cx: &Context<'_, '_>,
+    call: &ToolCall<'_>,
+    reading: Reading,
+) -> Result<Vec<PathBuf>, Need> {
+    let process_cwd = || cx.host.cwd();
+    if matches!(reading, Reading::GatewayCwd) {
+        return Ok(vec![process_cwd()]);
+    }
+    let entry = match call.session_key {
+        Some(key) => match cx.sessions.get(key) {
+            None => return Err(Need::Session(key.to_owned())),
+            Some(e) => e,
+        },
+        None => None,
+    };
+    let fs = cx.fs.agents.get(call.agent_id);
+    let spawned = |f: fn(&crate::sessions::SessionEntry) -> Option<&PathBuf>| {
+        entry.as_ref().and_then(|e| f(e).cloned())
+    };
+    let mut out: Vec<PathBuf> = match reading {
+        Reading::Message => spawned(|e| e.spawned_workspace.as_ref())
+            .map(|w| vec![w])
+            .unwrap_or_else(|| fs.workspaces.clone()),
+        _ => match spawned(|e| e.spawned_cwd.as_ref()).or_else(|| fs.cwd.clone()) {
+            Some(cwd) => vec![cwd],
+            None => spawned(|e| e.spawned_workspace.as_ref())
+                .map(|w| vec![w])
+                .unwrap_or_else(|| fs.workspaces.clone()),
+        },
+    };
+    if out.is_empty() || out.iter().any(|b| b.parent().is_none()) {
+        out.push(process_cwd());
+    }
+    out.dedup();
+    Ok(out)
+}
+
+/// The pipeline must look a session up first.
+enum Need {
+    Session(String),
+}
+
+/// How a tool reads the paths it is given (OpenClaw 2026.9.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reading {
+    /// `read`, `write`, `edit`, `ls` (`createOpenClawReadTool` and the host
+    /// write/edit operations): an `@` reference, a `</arg_value>>` suffix,
+    /// `file://` through `fileURLToPath`, `~` as the OS home; not trimmed.
+    File,
+    /// The media tools (`view_image`, `pdf`, `*_generate`): trimmed, an `@`
+    /// and a `MEDIA:` prefix taken off, `file:` in any case, `~` as the
+    /// effective home (`normalizeMediaReferenceInputs`).
+    Media,
+    /// `message` media (`resolveLocalMediaPath`): as `Media`, but a relative
+    /// path is the workspace's.
+    Message,
+    /// Paths resolved against the gateway process's cwd, with no `~`
+    /// (`nodes` `outPath`, `sessions_spawn`'s `cwd` through
+    /// `resolveUserPath`, which does expand `~`: both readings are taken).
+    GatewayCwd,
+}
+
+/// Every way `raw` may be read as a path by a tool that reads it `reading`.
+fn spellings(raw: &str, reading: Reading, host: &dyn crate::sessions::Host) -> Vec<PathBuf> {
+    let mut texts: Vec<String> = Vec::new();
+    let base = match reading {
+        Reading::File => paths::strip_arg_value_suffix(raw).to_owned(),
+        Reading::Media | Reading::Message | Reading::GatewayCwd => {
+            let t = paths::js_trim(raw);
+            let t = t.strip_prefix('@').map(paths::js_trim).unwrap_or(t);
+            paths::strip_media_prefix(t).to_owned()
+        }
+    };
+    for t in paths::at_prefix_readings(&base) {
+        if !texts.contains(&t) {
+            texts.push(t);
+        }
+    }
+    let mut out = Vec::new();
+    let homes = host.homes();
+    for t in texts {
+        if t.contains('\0') {
+            continue; // Node refuses the call: nothing is opened
+        }
+        if paths::is_file_url(&t) {
+            if let Some(p) = host.file_url_to_path(&t) {
+                out.push(p);
+            }
+        }
+        if t == "~" || t.starts_with("~/") || t.starts_with("~\\") {
+            for h in &homes {
+                out.push(paths::expand_tilde(&t, Some(h)));
+            }
+        }
+        out.push(PathBuf::from(t));
+    }
+    out
+}
+
+/// The absolute paths a tool opens for `raw`.
+fn absolutes(
+    raw: &str,
+    reading: Reading,
+    bases: &[PathBuf],
+    host: &dyn crate::sessions::Host,
+) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for p in spellings(raw, reading, host) {
+        if p.is_absolute() {
+            out.push(paths::resolve(Path::new("/"), &p));
+        } else {
+            for b in bases {
+                out.push(paths::resolve(b, &p));
+            }
+        }
+    }
+    out.dedup();
+    out
+}
+
+/// `path` as the kernel resolves it, as far as it exists (symlinks, then
+/// `..` after them); the rest appended as named. A dangling symlink is
+/// followed too: a write through it creates its target.
+fn kernel_path(path: &Path) -> PathBuf {
+    kernel_path_hops(path, 0)
+}
+
+fn kernel_path_hops(path: &Path, hops: usize) -> PathBuf {
+    if let Ok((real, _)) = sys::real_path(path) {
+        return real;
+    }
+    if hops < 40 {
+        if let Some(target) = sys::link_target(path) {
+            let parent = paths::parent_of(path);
+            return kernel_path_hops(&paths::resolve(&parent, &target), hops + 1);
+        }
+    }
+    match (path.parent(), path.file_name()) {
+        (Some(parent), Some(name)) if parent != path => kernel_path_hops(parent, hops).join(name),
+        _ => path.to_path_buf(),
+    }
+}
+
+/// Why `abs`, opened for `access`, reaches a protected location, if it does.
+fn reaches<'p>(
+    abs: &Path,
+    access: Access,
+    prot: &'p Protected,
+    guards: &[Guard],
+) -> Option<(&'p Location, &'static str)> {
+    let real = kernel_path(abs);
+    let own = sys::stat(&real).ok().map(|s| (s.dev, s.ino));
+    let parent = sys::stat(&paths::parent_of(&real))
+        .ok()
+        .map(|s| (s.dev, s.ino));
+    for item in prot.items.iter().filter(|i| guards.contains(&i.loc.guard)) {
+        let loc = &item.loc;
+        let spots = std::iter::once(&loc.path).chain(item.real.as_ref());
+        let same = |p: &Path| spots.clone().any(|s| s == p);
+        let under = |p: &Path| spots.clone().any(|s| p.starts_with(s));
+        let above = |p: &Path| spots.clone().any(|s| s.starts_with(p) && s != p);
+        if loc.refuses(access) {
+            if loc.dir {
+                if under(&real) || under(abs) || (own.is_some() && own == item.id) {
+                    return Some((loc, "is or is inside"));
+                }
+                if parent.is_some() && parent == item.id {
+                    return Some((loc, "is inside"));
+                }
+            } else if same(&real) || same(abs) || (own.is_some() && own == item.id) {
+                return Some((loc, "is"));
+            }
+        }
+        // A tree read reaches everything below; a listing names what is
+        // directly inside.
+        if access == Access::Search && loc.secret && (above(&real) || above(abs)) {
+            return Some((loc, "holds"));
+        }
+        let names = |p: &Path| spots.clone().any(|s| s.parent() == Some(p));
+        if access == Access::List && loc.secret && (names(&real) || names(abs)) {
+            return Some((loc, "lists"));
+        }
+        // No tool writes a directory above the map (as before: a writer
+        // must not get near it).
+        if access == Access::Write
+            && loc.guard == Guard::Map
+            && loc.dir
+            && (above(&real) || above(abs))
+        {
+            return Some((loc, "is a directory above"));
+        }
+    }
+    None
+}
+
+/// A string, the strings of a list, or the path-like strings of each
+/// object in a list (`message`'s `attachments`).
+fn collect_strings<'p>(v: Option<&'p Value>, keys: &[&str], out: &mut Vec<&'p str>) {
     match v {
         Some(Value::String(s)) => out.push(s),
         Some(Value::Array(items)) => {
@@ -218,8 +507,8 @@ fn collect_strings<'p>(v: Option<&'p Value>, out: &mut Vec<&'p str>) {
                 match item {
                     Value::String(s) => out.push(s),
                     Value::Object(o) => {
-                        for k in ["media", "path", "filePath"] {
-                            if let Some(Value::String(s)) = o.get(k) {
+                        for k in keys {
+                            if let Some(Value::String(s)) = o.get(*k) {
                                 out.push(s);
                             }
                         }
@@ -232,10 +521,33 @@ fn collect_strings<'p>(v: Option<&'p Value>, out: &mut Vec<&'p str>) {
     }
 }
 
+/// The keys of a `message` attachment that OpenClaw reads a file from
+/// (`readStructuredAttachmentMediaParam`, `openclaw-tools-*.mjs`).
+const ATTACHMENT_KEYS: &[&str] = &[
+    "media",
+    "mediaUrl",
+    "media_url",
+    "path",
+    "filePath",
+    "file_path",
+    "fileUrl",
+    "file_url",
+    "url",
+];
+
+/// The strings a call names as paths, in `names`.
+fn named<'p>(names: &[&str], params: &'p Params) -> Vec<&'p str> {
+    let mut out = Vec::new();
+    for name in names {
+        collect_strings(params.get(*name), ATTACHMENT_KEYS, &mut out);
+    }
+    out
+}
+
 /// Every path an `apply_patch` body names: `*** Add File: p`,
-/// `*** Update File: p`, `*** Delete File: p` and `*** Move to: p`. Any
-/// line that trims to such a header counts, wherever it is (OpenClaw trims
-/// header lines and accepts a `<<EOF` wrapper); reading too many is safe.
+/// `*** Update File: p`, `*** Delete File: p` and `*** Move to: p`. A line
+/// is a header once JS's `trim()` (which takes U+FEFF too) leaves one, as
+/// OpenClaw's `parseOneHunk` reads it; reading too many is safe.
 pub fn patch_paths(body: &str) -> impl Iterator<Item = &str> {
     const MARKERS: [&str; 4] = [
         "*** Add File: ",
@@ -244,192 +556,244 @@ pub fn patch_paths(body: &str) -> impl Iterator<Item = &str> {
         "*** Move to: ",
     ];
     body.lines().filter_map(|line| {
-        let line = line.trim();
-        MARKERS
-            .iter()
-            .find_map(|m| line.strip_prefix(m))
-            .filter(|p| !p.is_empty())
+        let line = paths::js_trim(line);
+        MARKERS.iter().find_map(|m| line.strip_prefix(m))
     })
 }
 
-/// The forms OpenClaw may open for one path string: it strips a malformed
-/// `</arg_value>>` suffix, and a leading `@` unless `./@…` exists.
-fn spellings(raw: &str) -> Vec<String> {
-    let mut s = raw.to_owned();
-    if s.contains("</arg_value>") {
-        s = s
-            .trim_end_matches('>')
-            .trim_end_matches("</arg_value")
-            .to_owned();
+/// The guards the options switch on.
+fn guards(cx: &Context<'_, '_>) -> Vec<Guard> {
+    let mut g = Vec::new();
+    if cx.opts.protect_map != ProtectMap::Off {
+        g.push(Guard::Map);
     }
-    if let Some(rest) = s.strip_prefix("file://") {
-        s = percent_decode(rest);
+    if cx.opts.rules.layer_controls.enabled {
+        g.push(Guard::Layer);
     }
-    let mut out = vec![s.clone()];
-    if let Some(rest) = s.strip_prefix('@') {
-        out.push(rest.to_owned());
-    }
-    out
+    g
 }
 
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() {
-            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
-                out.push(h * 16 + l);
-                i += 3;
-                continue;
-            }
+/// Decides on `paths` (raw strings as the call names them), each read
+/// `reading` and opened for `access`; an empty list means the tool's own
+/// directory (a path left out, or `""`).
+fn decide_paths<'a>(
+    cx: &Context<'_, 'a>,
+    call: &ToolCall<'a>,
+    raw: Vec<&str>,
+    reading: Reading,
+    access: Access,
+) -> Decision<'a> {
+    let guards = guards(cx);
+    if guards.is_empty() {
+        return Decision::pass();
+    }
+    let needs_base = raw.is_empty() || raw.iter().any(|r| !Path::new(r.trim()).is_absolute());
+    let bases = if needs_base {
+        match bases(cx, call, reading) {
+            Ok(b) => b,
+            Err(Need::Session(key)) => return Decision::need_session(key, call.agent_id),
         }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// `~` and `~/…` to `home`, relative paths onto `root`, then `..` and `.`
-/// lexically, as Node's `path.resolve` does.
-fn absolute(path: &str, home: Option<&Path>, root: &Path) -> PathBuf {
-    let joined = match (path, home) {
-        ("~", Some(h)) => h.to_path_buf(),
-        (p, Some(h)) if p.starts_with("~/") => h.join(&p[2..]),
-        (p, _) => root.join(p),
+    } else {
+        Vec::new()
     };
-    let mut out = PathBuf::from("/");
-    for c in joined.components() {
-        match c {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::Normal(n) => out.push(n),
-            _ => {}
-        }
-    }
-    out
-}
-
-/// `path` with every symlink resolved, as far as it exists; the rest is
-/// appended as named. Unlike `canonicalize`, a dangling symlink is followed
-/// too: a write through it creates its target.
-fn resolve(path: &Path) -> PathBuf {
-    let mut todo: Vec<OsString> = path
-        .components()
-        .rev()
-        .filter_map(|c| match c {
-            Component::Normal(n) => Some(n.to_owned()),
-            Component::ParentDir => Some("..".into()),
-            _ => None,
-        })
-        .collect();
-    let mut cur = PathBuf::from("/");
-    let mut hops = 0;
-    let mut exists = true;
-    while let Some(c) = todo.pop() {
-        if c == ".." {
-            cur.pop();
-            continue;
-        }
-        let next = cur.join(&c);
-        if exists {
-            match std::fs::symlink_metadata(&next) {
-                Ok(m) if m.file_type().is_symlink() && hops < 40 => {
-                    hops += 1;
-                    if let Ok(target) = std::fs::read_link(&next) {
-                        if target.is_absolute() {
-                            cur = PathBuf::from("/");
-                        }
-                        for t in target.components().rev() {
-                            match t {
-                                Component::Normal(n) => todo.push(n.to_owned()),
-                                Component::ParentDir => todo.push("..".into()),
-                                _ => {}
-                            }
-                        }
-                        continue;
-                    }
-                }
-                Ok(_) => {}
-                Err(_) => exists = false,
+    let prot = cx.fs.protected(cx.generation);
+    let empty = [""];
+    let raw: Vec<&str> = if raw.iter().all(|r| r.is_empty()) {
+        empty.to_vec()
+    } else {
+        raw
+    };
+    for r in raw {
+        for abs in absolutes(r, reading, &bases, cx.host) {
+            if let Some((loc, how)) = reaches(&abs, access, &prot, &guards) {
+                return Decision::block(loc.guard.rule(), reason(call.tool, r, how, loc));
             }
         }
-        cur = next;
     }
-    cur
+    Decision::pass()
 }
 
-/// Why a resolved path reaches the map, if it does.
-fn reaches(p: &Path, access: Access, prot: &Protected) -> Option<&'static str> {
-    let own = id(p);
-    if own.is_some() && own == prot.map_id {
-        return Some("is the token map (or a link to it)");
+/// Tools that read the files they name (`read`, `memory_get`).
+pub fn read<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
+    decide_paths(
+        cx,
+        call,
+        named(route.reads, call.params),
+        Reading::File,
+        Access::Read,
+    )
+}
+
+/// `ls`: lists the directory it names, or its own.
+pub fn list<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
+    decide_paths(
+        cx,
+        call,
+        named(route.reads, call.params),
+        Reading::File,
+        Access::List,
+    )
+}
+
+/// `grep`, `find`: read the tree they name, or their own directory's.
+pub fn search<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
+    decide_paths(
+        cx,
+        call,
+        named(route.reads, call.params),
+        Reading::File,
+        Access::Search,
+    )
+}
+
+/// `write`, `edit`: change the files they name.
+pub fn write<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
+    let raw = named(route.reads, call.params);
+    if raw.is_empty() {
+        return Decision::pass(); // OpenClaw refuses a write without a path
     }
-    if own.is_some() && own == prot.dir_id {
-        return Some("is the token map's directory");
+    decide_paths(cx, call, raw, Reading::File, Access::Write)
+}
+
+/// `apply_patch`: every path its headers name, and every path OpenClaw
+/// derived from them for the policy tier (`event.derivedPaths`, absolute,
+/// resolved against the run's own directory): both are checked.
+pub fn patch<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
+    let mut raw: Vec<&str> = Vec::new();
+    for name in route.reads {
+        if let Some(Value::String(body)) = call.params.get(*name) {
+            raw.extend(patch_paths(body));
+        }
     }
-    if p.ancestors()
-        .skip(1)
-        .filter_map(id)
-        .any(|a| Some(a) == prot.dir_id)
+    raw.extend(call.derived_paths.iter().map(String::as_str));
+    if raw.is_empty() {
+        return Decision::pass();
+    }
+    decide_paths(cx, call, raw, Reading::File, Access::Write)
+}
+
+/// The media tools: read the files they name.
+pub fn media<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
+    let raw = named(route.reads, call.params);
+    if raw.is_empty() {
+        return Decision::pass();
+    }
+    decide_paths(cx, call, raw, Reading::Media, Access::Read)
+}
+
+/// `message`: reads the files it attaches and sends them to a chat.
+pub fn message<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
+    let raw = named(route.reads, call.params);
+    if raw.is_empty() {
+        return Decision::pass();
+    }
+    decide_paths(cx, call, raw, Reading::Message, Access::Read)
+}
+
+/// Tools whose paths are on a paired node or in the browser's sandboxed
+/// folders, which may be this host: read as absolute host paths.
+pub fn node_files<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
+    let raw = named(route.reads, call.params);
+    if raw.is_empty() {
+        return Decision::pass();
+    }
+    let access = match call.tool {
+        "file_write" => Access::Write,
+        "dir_fetch" => Access::Search,
+        "dir_list" => Access::List,
+        _ => Access::Read,
+    };
+    decide_paths(cx, call, raw, Reading::Media, access)
+}
+
+/// `nodes` writes a screen capture to `outPath` on the gateway host,
+/// relative to the gateway's cwd.
+pub fn node_output<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
+    let raw = named(route.reads, call.params);
+    if raw.is_empty() {
+        return Decision::pass();
+    }
+    decide_paths(cx, call, raw, Reading::GatewayCwd, Access::Write)
+}
+
+/// The `browser` tool: `path` is where a download or a screenshot is
+/// written, `paths` files it uploads.
+pub fn browser<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decision<'a> {
+    let out = named(&["path"], call.params);
+    if !out.is_empty() {
+        let d = decide_paths(cx, call, out, Reading::Media, Access::Write);
+        if d.is_block() || d.need_session.is_some() {
+            return d;
+        }
+    }
+    let up = named(&["paths"], call.params);
+    if up.is_empty() {
+        return Decision::pass();
+    }
+    decide_paths(cx, call, up, Reading::Media, Access::Read)
+}
+
+/// `sessions_spawn`'s `cwd`: the child runs there (OpenClaw keeps it as the
+/// session's `spawnedCwd`, through `resolveUserPath`: `~` expanded, a
+/// relative one against the gateway's cwd), so one in a protected directory
+/// is refused as its listing would be. The child's own paths are then
+/// resolved against that cwd, which its session entry records.
+pub fn spawn_cwd<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>) -> Option<Decision<'a>> {
+    let raw = named(&["cwd"], call.params);
+    if raw.iter().all(|r| paths::js_trim(r).is_empty()) {
+        return None;
+    }
+    let d = decide_paths(cx, call, raw, Reading::GatewayCwd, Access::List);
+    (d.is_block() || d.need_session.is_some()).then_some(d)
+}
+
+/// A shell or a program, under `protectMap: "strict"`: refused to agents not
+/// known to run in OpenClaw's sandbox.
+pub fn exec<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decision<'a> {
+    if cx.fs.agents.get(call.agent_id).sandboxed {
+        return Decision::pass();
+    }
+    Decision::block(RULE_ID, exec_reason(call.tool, call.agent_id))
+}
+
+/// `automations` (OpenClaw's cron, `cron-tool-*.mjs`) under `protectMap:
+/// "strict"`: a job that keeps a command running (`schedule.kind:
+/// "stream"`) or runs a script (`payload.kind: "script"`) on the host is a
+/// shell by another name.
+pub fn automations<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
+    let kind = |obj: &str| {
+        call.params
+            .get("job")
+            .and_then(|j| j.get(obj))
+            .and_then(|o| o.get("kind"))
+            .and_then(Value::as_str)
+    };
+    if kind("schedule") == Some("stream") || kind("payload") == Some("script") {
+        return exec(cx, call, route);
+    }
+    Decision::pass()
+}
+
+/// `sessions_spawn` with `runtime: "acp"` under `protectMap: "strict"`: an
+/// external harness whose own tools run on the host, outside OpenClaw's
+/// hooks.
+pub fn spawn_runtime<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>) -> Option<Decision<'a>> {
+    let acp = call
+        .params
+        .get("runtime")
+        .and_then(Value::as_str)
+        .map(paths::js_trim)
+        == Some("acp");
+    if !acp
+        || cx.opts.protect_map != ProtectMap::Strict
+        || cx.fs.agents.get(call.agent_id).sandboxed
     {
-        return Some("is inside the token map's directory");
+        return None;
     }
-    if access == Access::Tree && own.is_some_and(|o| prot.above.contains(&o)) {
-        return Some("is a directory above the token map");
-    }
-    None
-}
-
-/// The block reason for `tool` naming `raw`, or `None` to pass. The reason
-/// names the rule and the map's path (never its content).
-pub fn evaluate(
-    tool: &str,
-    params: &Params,
-    agent: &AgentFs,
-    home: Option<&Path>,
-    prot: &Protected,
-) -> Option<String> {
-    let (access, keys) = guarded(tool)?;
-    for raw in named_paths(keys, params) {
-        for spelled in spellings(raw) {
-            if spelled.is_empty() {
-                continue;
-            }
-            let relative =
-                !(spelled.starts_with('/') || spelled == "~" || spelled.starts_with("~/"));
-            if relative && agent.roots.is_empty() {
-                // No workspace known: fail closed on the map's own names.
-                let lexical = absolute(&spelled, None, Path::new("/"));
-                let names: Vec<_> = lexical.components().map(|c| c.as_os_str()).collect();
-                if names.contains(&prot.names.0.as_os_str())
-                    || names.contains(&prot.names.1.as_os_str())
-                {
-                    return Some(reason(
-                        tool,
-                        raw,
-                        "may name the token map (the agent's workspace is unknown)",
-                        prot,
-                    ));
-                }
-                continue;
-            }
-            let roots: Vec<&Path> = if relative {
-                agent.roots.iter().map(PathBuf::as_path).collect()
-            } else {
-                vec![Path::new("/")]
-            };
-            for root in roots {
-                let p = resolve(&absolute(&spelled, home, root));
-                if let Some(why) = reaches(&p, access, prot) {
-                    return Some(reason(tool, raw, why, prot));
-                }
-            }
-        }
-    }
-    None
+    Some(Decision::block(
+        RULE_ID,
+        exec_reason("sessions_spawn runtime \"acp\"", call.agent_id),
+    ))
 }
 
 /// The block reason for `exec`/`process` under `protectMap: "strict"`.
@@ -440,253 +804,28 @@ pub fn exec_reason(tool: &str, agent: Option<&str>) -> String {
     )
 }
 
-fn reason(tool: &str, raw: &str, why: &str, prot: &Protected) -> String {
-    format!(
-        "{RULE_ID}: {tool} refused: the path \"{}\" {why} ({}), which holds every agent's credentials; no tool may read, change, move or delete it. Work on other files.",
-        shown(raw),
-        prot.map.display()
-    )
+fn reason(tool: &str, raw: &str, how: &str, loc: &Location) -> String {
+    let given = if raw.is_empty() {
+        "(its own directory)".to_owned()
+    } else {
+        format!("\"{}\"", shown(raw))
+    };
+    match loc.guard {
+        Guard::Map => format!(
+            "{RULE_ID}: {tool} refused: the path {given} {how} {} ({}), which holds every agent's credentials; no tool may read, change, move or delete it. Work on other files.",
+            loc.what,
+            loc.path.display()
+        ),
+        Guard::Layer => format!(
+            "{}: {tool} refused: the path {given} {how} {} ({}), which controls the identity layer{}; agents' tools may not {}. The operator changes it.",
+            super::layer_controls::RULE_ID,
+            loc.what,
+            loc.path.display(),
+            if loc.secret { " and holds the gateway's secrets" } else { "" },
+            if loc.secret { "read or change it" } else { "change it" },
+        ),
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-    use std::os::unix::fs::symlink;
-
-    struct Fixture {
-        _tmp: TempDir,
-        root: PathBuf,
-        home: PathBuf,
-        ws: PathBuf,
-        map: PathBuf,
-    }
-
-    struct TempDir(PathBuf);
-    impl Drop for TempDir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-
-    fn fixture(tag: &str) -> Fixture {
-        let root = std::env::temp_dir().join(format!("ci-map-access-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        let home = root.join("home");
-        let ws = home.join("ws");
-        let dir = home.join(".config/micelclaw");
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::create_dir_all(&ws).unwrap();
-        let map = dir.join("agent-tokens.json");
-        std::fs::write(&map, "{}").unwrap();
-        Fixture {
-            _tmp: TempDir(root.clone()),
-            root,
-            home,
-            ws,
-            map,
-        }
-    }
-
-    impl Fixture {
-        fn agent(&self) -> AgentFs {
-            AgentFs {
-                roots: vec![self.ws.clone()],
-                sandboxed: false,
-            }
-        }
-        fn check(&self, tool: &str, params: serde_json::Value) -> Option<String> {
-            let Value::Object(p) = params else { panic!() };
-            evaluate(
-                tool,
-                &p,
-                &self.agent(),
-                Some(&self.home),
-                &Protected::new(&self.map),
-            )
-        }
-    }
-
-    #[test]
-    fn every_spelling_of_the_map_is_refused_to_read() {
-        let f = fixture("spell");
-        let abs = f.map.display().to_string();
-        for path in [
-            abs.clone(),
-            "~/.config/micelclaw/agent-tokens.json".into(),
-            "../.config/micelclaw/agent-tokens.json".into(),
-            "./../.config/./micelclaw//agent-tokens.json".into(),
-            "nonexistent/../../.config/micelclaw/agent-tokens.json".into(),
-            format!("@{abs}"),
-            format!("{abs}</arg_value>>"),
-            format!("file://{}", abs.replace("micelclaw", "micel%63law")),
-        ] {
-            let r = f.check("read", json!({ "path": path }));
-            let r = r.unwrap_or_else(|| panic!("{path} passed"));
-            assert!(r.starts_with("map-access: read refused"), "{r}");
-        }
-        for key in ["file_path", "filePath"] {
-            assert!(f.check("read", json!({ key: abs })).is_some(), "{key}");
-        }
-    }
-
-    #[test]
-    fn other_files_pass() {
-        let f = fixture("pass");
-        std::fs::write(f.ws.join("notes.md"), "x").unwrap();
-        for (tool, p) in [
-            ("read", json!({"path": "notes.md"})),
-            ("write", json!({"path": "new/file.txt", "content": "x"})),
-            ("ls", json!({"path": "~"})),
-            ("ls", json!({})),
-            ("read", json!({"path": "~/.config"})),
-            ("edit", json!({"path": "/etc/hosts", "edits": []})),
-        ] {
-            assert_eq!(f.check(tool, p.clone()), None, "{tool} {p}");
-        }
-        assert_eq!(f.check("exec", json!({"command": "cat x"})), None);
-    }
-
-    #[test]
-    fn symlinks_and_hard_links_to_the_map_are_caught() {
-        let f = fixture("links");
-        symlink(&f.map, f.ws.join("innocent.txt")).unwrap();
-        symlink(f.map.parent().unwrap(), f.ws.join("cfg")).unwrap();
-        std::fs::hard_link(&f.map, f.ws.join("copy.json")).unwrap();
-        // A dangling link into the map's directory: writing through it creates a file there.
-        symlink(
-            f.map.parent().unwrap().join("new.json"),
-            f.ws.join("dangling"),
-        )
-        .unwrap();
-        for (tool, path) in [
-            ("read", "innocent.txt"),
-            ("read", "cfg/agent-tokens.json"),
-            ("ls", "cfg"),
-            ("read", "copy.json"),
-            ("write", "dangling"),
-            ("write", "cfg/other.json"),
-        ] {
-            assert!(
-                f.check(tool, json!({"path": path, "content": "{}"}))
-                    .is_some(),
-                "{tool} {path}"
-            );
-        }
-    }
-
-    #[test]
-    fn writers_may_not_touch_directories_above_the_map() {
-        let f = fixture("above");
-        assert!(f
-            .check("write", json!({"path": "~/.config", "content": ""}))
-            .is_some());
-        assert!(f
-            .check("grep", json!({"path": "~", "pattern": "x"}))
-            .is_some());
-        assert_eq!(f.check("read", json!({"path": "~/.config"})), None);
-        assert_eq!(
-            f.check("ls", json!({"path": f.root.display().to_string()})),
-            None
-        );
-    }
-
-    #[test]
-    fn every_path_of_a_patch_is_checked() {
-        let f = fixture("patch");
-        let ok = "*** Begin Patch\n*** Add File: a.txt\n+x\n*** End Patch";
-        assert_eq!(f.check("apply_patch", json!({ "input": ok })), None);
-        for header in [
-            "*** Add File: ../.config/micelclaw/agent-tokens.json\n+{}",
-            "*** Delete File: ~/.config/micelclaw/agent-tokens.json",
-            "*** Update File: ~/.config/micelclaw/agent-tokens.json\n@@\n-{}\n+{ }",
-            "*** Update File: a.txt\n*** Move to: ~/.config/micelclaw/agent-tokens.json\n@@\n-x\n+y",
-            "  *** Delete File: ~/.config/micelclaw/agent-tokens.json  ",
-        ] {
-            let body = format!("*** Begin Patch\n{header}\n*** End Patch");
-            assert!(f.check("apply_patch", json!({ "input": body })).is_some(), "{header}");
-        }
-        let wrapped = "<<EOF\n*** Begin Patch\r\n*** Delete File: ~/.config/micelclaw/agent-tokens.json\r\n*** End Patch\nEOF";
-        assert!(f
-            .check("apply_patch", json!({ "input": wrapped }))
-            .is_some());
-    }
-
-    #[test]
-    fn media_tools_and_attachments_are_checked() {
-        let f = fixture("media");
-        let abs = f.map.display().to_string();
-        assert!(f.check("pdf", json!({"pdfs": ["a.pdf", abs]})).is_some());
-        assert!(f.check("view_image", json!({"paths": [abs]})).is_some());
-        assert!(f
-            .check(
-                "message",
-                json!({"action": "send", "attachments": [{"media": abs}]})
-            )
-            .is_some());
-        assert!(f
-            .check("message", json!({"action": "send", "media": abs}))
-            .is_some());
-        assert_eq!(
-            f.check("message", json!({"action": "send", "message": abs})),
-            None
-        );
-    }
-
-    #[test]
-    fn a_rotated_map_is_still_caught() {
-        let f = fixture("rotate");
-        let tmp = f.map.with_extension("tmp");
-        std::fs::write(&tmp, "{}").unwrap();
-        std::fs::rename(&tmp, &f.map).unwrap();
-        assert!(f
-            .check(
-                "read",
-                json!({"path": "~/.config/micelclaw/agent-tokens.json"})
-            )
-            .is_some());
-    }
-
-    #[test]
-    fn without_a_workspace_relative_paths_fail_closed_on_the_maps_names() {
-        let f = fixture("nows");
-        let Value::Object(p) = json!({"path": "x/agent-tokens.json"}) else {
-            panic!()
-        };
-        let prot = Protected::new(&f.map);
-        let none = AgentFs::default();
-        assert!(evaluate("read", &p, &none, Some(&f.home), &prot).is_some());
-        let Value::Object(p) = json!({"path": "src/main.rs"}) else {
-            panic!()
-        };
-        assert_eq!(evaluate("read", &p, &none, Some(&f.home), &prot), None);
-    }
-
-    #[test]
-    fn reasons_never_carry_a_token_and_name_the_rule() {
-        let f = fixture("reason");
-        let tok = "ab".repeat(32);
-        std::fs::write(&f.map, format!("{{\"a\":\"{tok}\"}}")).unwrap();
-        let r = f.check("read", json!({"path": f.map})).unwrap();
-        assert!(
-            r.starts_with("map-access: ") && !r.contains(&tok[..16]),
-            "{r}"
-        );
-    }
-
-    #[test]
-    fn params_lists_every_key_the_rule_reads() {
-        for tool in TOOLS {
-            let (_, keys) = guarded(tool).unwrap();
-            for k in keys {
-                let names = match k {
-                    Keys::Strings(n) | Keys::Patch(n) => *n,
-                };
-                for n in names {
-                    assert!(PARAMS.contains(n), "{tool}: {n}");
-                }
-            }
-        }
-        assert!(!is_guarded("exec") && !is_guarded("claw-os__x"));
-    }
-}
+mod tests;
