@@ -90,14 +90,33 @@ export interface IdentityOptions {
    * (the hook's ctx carries neither).
    */
   openclawConfig?: Record<string, unknown>;
+  /**
+   * Set by the plugin: the directories it is installed (`api.rootDir`) and
+   * loaded from, which rule `layer-controls` keeps the agents' tools from
+   * changing.
+   */
+  pluginDirs?: string[];
+  /**
+   * Set by the plugin: each configured agent's workspace as OpenClaw itself
+   * resolves it (`api.runtime.agent.resolveAgentWorkspaceDir`). Without it,
+   * `map-access` resolves an agent's relative paths against every workspace
+   * OpenClaw may pick.
+   */
+  workspaces?: Record<string, string>;
 }
 
 /** What the rules need of OpenClaw's session store. */
 export interface SessionStore {
   /** Creates the session if it does not exist; leaves an existing one as it is. A rejection blocks the send. */
   ensure(agentId: string, sessionKey: string): Promise<unknown>;
-  /** The key of the session that spawned this sub-agent session (its entry's `spawnedBy`), if any. */
-  spawnerOf(agentId: string, sessionKey: string): string | undefined;
+  /**
+   * The fields of a session's entry the rules read: who spawned it, and the
+   * cwd and workspace it was spawned with (`map-access` resolves its tools'
+   * relative paths there). `undefined` when the store has no entry.
+   */
+  entryOf?(agentId: string, sessionKey: string): { spawnedBy?: string; spawnedCwd?: string; spawnedWorkspaceDir?: string } | undefined;
+  /** Without `entryOf`: the key of the session that spawned this sub-agent session (its entry's `spawnedBy`), if any. */
+  spawnerOf?(agentId: string, sessionKey: string): string | undefined;
 }
 
 /** `rules` (docs/rules.md). Unknown keys are an error. */
@@ -116,6 +135,8 @@ export interface RulesOptions {
   workboardScope?: { enabled?: boolean; boardPrefix?: string };
   /** Rule `conversation-id`. `param` defaults to `"_conversation_id"`. */
   conversationId?: { enabled?: boolean; param?: string };
+  /** Rule `layer-controls`: OpenClaw's config and the plugin's files out of the agents' tools' reach. */
+  layerControls?: { enabled?: boolean };
 }
 
 /** The event OpenClaw passes to `before_tool_call` (the fields the layer reads). */
@@ -215,8 +236,9 @@ export class IdentityLayer {
 
 /**
  * Configures the layer the plugin uses. Idempotent: the same options return
- * the same layer; different options replace it, and the module's
- * `beforeToolCall` and `safetyNet` reach the new one from then on. Options
+ * the same layer; different options replace it (starting from the map the
+ * old one had in force), and the module's `beforeToolCall` and the plugin's
+ * registrations reach the new one from then on. Options
  * are compared as the layer resolves them, so a default written out or left
  * out is the same. One layer per JS realm (a worker has its own): every copy
  * of the plugin loaded in a realm uses the first copy's addon.
@@ -233,18 +255,6 @@ export function beforeToolCall(
 export function stats(): IdentityStats | undefined;
 
 /**
- * The plugin's ordinary `before_tool_call` hook (priority 100), behind the
- * trusted policy (`beforeToolCall`). Returns `undefined` for a call the
- * policy already decided, when the call (same agent, session, tool call id
- * and tool) holds exactly what the policy decided; otherwise decides it,
- * and logs once that the trusted tier did not run.
- */
-export function safetyNet(
-  event: ToolCallEvent | null | undefined,
-  ctx: ToolCallContext | null | undefined,
-): ToolCallResult | undefined | Promise<ToolCallResult | undefined>;
-
-/**
  * The plugin's tool-result middleware (`api.registerAgentToolResultMiddleware`):
  * `{ result }`, a copy of `event.result` with every token of the process-wide
  * layer's map (and of the previous map, for 5 minutes after a rotation), in
@@ -256,6 +266,9 @@ export function redactToolResult(event: { result?: unknown }): { result: unknown
 
 /** The first 12 hex digits of the sha256 of `secret`: how tokens are shown. */
 export function fingerprint(secret: string): string;
+
+/** This package's version. */
+export const version: string;
 
 /** An empty native call: the cost floor, for benchmarks. */
 export function noop(): void;

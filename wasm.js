@@ -1,18 +1,21 @@
 // claw-identity/wasm: the same API and OpenClaw plugin entry as
-// `claw-identity`, always on the WebAssembly build (wasi.cjs), whatever the
+// `claw-identity`, always on the WebAssembly build (lib/wasi.cjs), whatever the
 // platform. For tests, and for users who would rather not load native code.
 import { createRequire } from 'node:module';
-import { surface } from './plugin.js';
 
+import { surface } from './lib/api.js';
+import { assertSupportedNode } from './lib/loader.js';
+import { createPlugin } from './lib/plugin.js';
+
+assertSupportedNode(process.versions.node);
 const require = createRequire(import.meta.url);
-const api = surface({ name: 'wasm32-wasi', native: false, reason: 'chosen with claw-identity/wasm' }, () => require('./wasi.cjs'));
+const built = surface({ name: 'wasm32-wasi', native: false, reason: 'chosen with claw-identity/wasm' }, () => require('./lib/wasi.cjs'));
 
-export default api.plugin;
+export default createPlugin(built);
 export const {
   IdentityLayer,
   configure,
   beforeToolCall,
-  safetyNet,
   redactToolResult,
   stats,
   fingerprint,
@@ -23,6 +26,6 @@ export const {
   doctor,
   audit,
   explain,
-} = api;
-/** Which build this process runs: `{ name, native, reason }`. */
-export const buildInfo = api.build;
+  version,
+  buildInfo,
+} = built.api;

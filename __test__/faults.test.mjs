@@ -291,7 +291,8 @@ test('as a non-root gateway user: its own map is served; a map it cannot read, o
   const root = fileURLToPath(new URL('..', import.meta.url));
   const home = tempDir();
   // A private copy of the package that nobody can load.
-  for (const f of ['index.js', 'plugin.js', 'ops.js', 'openclaw.plugin.json', 'package.json', NATIVE_ADDON]) fs.copyFileSync(path.join(root, f), path.join(home, f));
+  for (const f of ['index.js', 'openclaw.plugin.json', 'package.json', NATIVE_ADDON]) fs.copyFileSync(path.join(root, f), path.join(home, f));
+  fs.cpSync(path.join(root, 'lib'), path.join(home, 'lib'), { recursive: true });
   const maps = { own: generation(), root: generation(), daemon: generation() };
   for (const [name, gen] of Object.entries(maps)) writeMap(path.join(home, `${name}.json`), gen);
   fs.chownSync(path.join(home, 'own.json'), 65534, 65534);

@@ -98,7 +98,7 @@ test('an agent missing from the map runs without the model\'s token by default',
   assertRunsWithoutToken(layer.beforeToolCall(notes(), { agentId: 'paco--ghost' }));
   assert.equal(layer.beforeToolCall(notes({ note: 'hi' }), { agentId: 'paco--ghost' }), undefined, 'nothing to take out');
   assert.equal(layer.stats().missing, 2);
-  await waitFor(() => log.has(/agent=paco--ghost token-status=missing \(UnknownAgent\); passed unchanged/), { what: 'the missing line' });
+  await waitFor(() => log.has(/agent=paco--ghost token-status=missing \(UnknownAgent\); passed without a token/), { what: 'the missing line' });
   layer.close();
 });
 

@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 
+import { assertSupportedNode, nodeSupported, pickBuild } from '../lib/loader.js';
 import { fingerprint } from './helpers/subject.mjs';
 import { randomToken, spawnNodeSync, tempDir, writeMap } from './helpers/support.mjs';
 
@@ -81,4 +82,30 @@ test('on Linux with glibc 2.34 (the oldest the native builds take), index.js loa
   assert.equal(r.fp, r.expected);
   assert.deepEqual(r.written, { agents: 1, mode: '600', dirMode: '700' });
   assert.equal(r.doctorOk, true);
+});
+
+test('the build is picked from the platform facts alone', () => {
+  const linux = { platform: 'linux', arch: 'x64', glibc: [2, 36] };
+  assert.deepEqual(pickBuild(linux), { name: 'linux-x64-gnu', native: true, reason: 'native build for linux-x64 with glibc' });
+  assert.equal(pickBuild({ ...linux, arch: 'arm64' }).name, 'linux-arm64-gnu');
+  assert.equal(pickBuild({ ...linux, glibc: [2, 34] }).native, true);
+  for (const [facts, reason] of [
+    [{ platform: 'darwin', arch: 'arm64' }, 'no native build for darwin-arm64'],
+    [{ platform: 'win32', arch: 'x64' }, 'no native build for win32-x64'],
+    [{ ...linux, arch: 'riscv64' }, 'no native build for linux-riscv64'],
+    [{ ...linux, glibc: undefined }, 'this Linux has no glibc (musl?)'],
+    [{ ...linux, glibc: [2, 33] }, 'glibc 2.33 is older than 2.34'],
+    [{ ...linux, glibc: [1, 99] }, 'glibc 1.99 is older than 2.34'],
+  ]) {
+    assert.deepEqual(pickBuild(facts), { name: 'wasm32-wasi', native: false, reason }, JSON.stringify(facts));
+  }
+});
+
+test("the entries refuse a Node outside OpenClaw's range, with a message naming it", () => {
+  for (const v of ['24.16.0', 'v24.22.3', '26.1.0', '26.3.1', '27.0.0']) assert.equal(nodeSupported(v), true, v);
+  for (const v of ['20.19.0', '22.12.0', '24.15.9', '25.2.0', '26.0.0', 'garbage']) {
+    assert.equal(nodeSupported(v), false, v);
+    assert.throws(() => assertSupportedNode(v), (e) => e.message.includes(`Node ${v} is not supported`) && e.message.includes('>=24.16.0 <25 || >=26.1.0'));
+  }
+  assert.doesNotThrow(() => assertSupportedNode(process.versions.node));
 });

@@ -161,35 +161,29 @@ test('every registration reaches the layer in force after a config change', () =
   const [t1, t2] = [randomToken(), randomToken()];
   const first = register({ tokenMapPath: mapWith({ [FRANCIS]: t1 }) });
   const second = register({ tokenMapPath: mapWith({ [FRANCIS]: t2 }) }, 'discovery');
-  for (const { policy, hook } of [first, second]) {
+  for (const { policy } of [first, second]) {
     assertSameToken(policy.evaluate(notes(), { agentId: FRANCIS }).params.auth_token, t2);
-    assertSameToken(hook(notes(), { agentId: FRANCIS }).params.auth_token, t2);
   }
+  // A hook whose policy never ran (OpenClaw dropped it) decides on the same layer.
+  const third = register({ tokenMapPath: mapWith({ [FRANCIS]: t2 }) }, 'discovery');
+  assertSameToken(third.hook(notes(), { agentId: FRANCIS }).params.auth_token, t2);
 });
 
-test('the safety net passes a call only when the trusted tier left it exactly so, for the same agent and session', () => {
+test("a registration's hook passes at once once its own policy ran, and decides where that policy never ran", () => {
   const [tf, ta] = [randomToken(), randomToken()];
-  const { policy, hook } = register({
-    tokenMapPath: mapWith({ [FRANCIS]: tf, [ATLAS]: ta }),
-    rules: { crossUserSend: { grants: { [FRANCIS]: { [ATLAS]: 'ask' } } } },
-  });
-  const ctxOf = (agentId, toolCallId) => ({ agentId, sessionKey: `agent:${agentId}:main`, toolCallId });
-  // The policy's own rewrite comes back: nothing more to do.
-  const decided = policy.evaluate({ ...notes(), toolCallId: 'c1' }, ctxOf(FRANCIS, 'c1'));
-  assert.equal(hook({ ...notes(), params: decided.params, toolCallId: 'c1' }, ctxOf(FRANCIS, 'c1')), undefined);
-  // Another agent's call with the same id, holding francis's token, is decided on its own.
-  policy.evaluate({ ...notes(), toolCallId: 'c2' }, ctxOf(FRANCIS, 'c2'));
-  const other = hook({ ...notes({ note: 'hi', auth_token: tf }), toolCallId: 'c2' }, ctxOf(ATLAS, 'c2'));
-  assertSameToken(other.params.auth_token, ta);
-  // An ask the policy raised for francis does not excuse atlas's call with the same id...
-  const send = { toolName: 'sessions_send', params: { agentId: ATLAS, message: 'hi' }, toolCallId: 'c3' };
-  assert.ok(policy.evaluate(send, ctxOf(FRANCIS, 'c3')).requireApproval);
-  const atlasSend = { toolName: 'sessions_send', params: { agentId: FRANCIS, message: 'hi' }, toolCallId: 'c3' };
-  assert.equal(hook(atlasSend, ctxOf(ATLAS, 'c3'))?.block, true);
-  // ...nor a later call of francis's with the same id but other params.
-  policy.evaluate(send, ctxOf(FRANCIS, 'c4'));
-  const swapped = { toolName: 'sessions_send', params: { agentId: 'pepito--other', message: 'hi' }, toolCallId: 'c4' };
-  assert.equal(hook(swapped, ctxOf(FRANCIS, 'c4'))?.block, true);
+  const config = { tokenMapPath: mapWith({ [FRANCIS]: tf, [ATLAS]: ta }) };
+  const enabled = register(config);
+  const dropped = register(config, 'discovery');
+  const ctx = { agentId: FRANCIS, sessionKey: `agent:${FRANCIS}:main` };
+  const decided = enabled.policy.evaluate(notes(), ctx);
+  assertSameToken(decided.params.auth_token, tf);
+  // The trusted tier decided this registration's calls: its hook does nothing, whatever it is handed.
+  assert.equal(enabled.hook({ ...notes(), params: decided.params }, ctx), undefined);
+  assert.equal(enabled.hook(notes({ auth_token: 'made-up' }), { agentId: ATLAS }), undefined);
+  // Another registration's policy never ran (OpenClaw dropped it): its hook decides in full.
+  assertSameToken(dropped.hook(notes({ auth_token: 'made-up' }), { agentId: ATLAS }).params.auth_token, ta);
+  const send = { toolName: 'sessions_send', params: { agentId: ATLAS, message: 'hi' } };
+  assert.equal(dropped.hook(send, ctx)?.block, true);
 });
 
 test('a panic while deciding fails closed and the process lives on', () => {

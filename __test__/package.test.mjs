@@ -39,7 +39,7 @@ function bundledPackages() {
 
 /** index.js's MIN_GLIBC: the newest glibc symbol version a native build may need. */
 function minGlibc() {
-  const m = /const MIN_GLIBC = \[(\d+), (\d+)\];/.exec(fs.readFileSync(path.join(root, 'index.js'), 'utf8'));
+  const m = /const MIN_GLIBC = \[(\d+), (\d+)\];/.exec(fs.readFileSync(path.join(root, 'lib', 'loader.js'), 'utf8'));
   assert.ok(m, 'MIN_GLIBC not found in index.js');
   return [Number(m[1]), Number(m[2])];
 }

@@ -152,27 +152,19 @@ test('without registerTrustedToolPolicy (older OpenClaw) the hook alone enforces
   await waitFor(() => log.has(/enforced by the ordinary before_tool_call hook only/), { what: 'the tier line' });
 });
 
-test('the safety net checks the policy\'s own rewrite of the same call instead of deciding again', async () => {
-  const t1 = randomToken();
-  const file = mapWith({ 'paco--francis': t1 });
-  const { api, log } = fakeApi({ tokenMapPath: file });
+test('once the policy has run, the hook costs no decision: the counters count each call once', () => {
+  const token = randomToken();
+  const file = mapWith({ 'paco--francis': token });
+  const { api } = fakeApi({ tokenMapPath: file });
   plugin.register(api);
-  const ctx = { agentId: 'paco--francis', toolCallId: 'call-1' };
-  const event = { toolName: 'claw-os__claw_notes', params: { auth_token: 'wrong' }, toolCallId: 'call-1' };
-  const decided = api.policies[0].evaluate(event, ctx);
-  assert.equal(decided.params.auth_token, t1);
-  // The map rotates between the two tiers: deciding again would see a new
-  // token, call the policy's rewrite undone, and apply the new one.
-  const t2 = randomToken();
-  writeMap(file, { 'paco--francis': t2 });
-  await waitFor(() => api.policies[0].evaluate({ ...event, toolCallId: 'probe' }, { ...ctx, toolCallId: 'probe' }).params.auth_token === t2, { what: 'the rotated map' });
-  assert.equal(api.hooks[0].handler({ ...event, params: decided.params }, ctx), undefined);
-  // A rewrite that is not in place is still applied.
-  const again = api.policies[0].evaluate({ ...event, toolCallId: 'call-2' }, { ...ctx, toolCallId: 'call-2' });
-  assert.equal(again.params.auth_token, t2);
-  const fixed = api.hooks[0].handler({ ...event, toolCallId: 'call-2' }, { ...ctx, toolCallId: 'call-2' });
-  assert.equal(fixed.params.auth_token, t2);
-  await waitFor(() => log.has(/trusted tool-policy tier did not run/), { what: 'the loud line for the undone rewrite' });
+  const ctx = { agentId: 'paco--francis' };
+  const event = { toolName: 'claw-os__claw_notes', params: { auth_token: 'wrong' } };
+  const before = stats().injected;
+  for (let i = 0; i < 3; i++) {
+    const decided = api.policies[0].evaluate(event, ctx);
+    assert.equal(api.hooks[0].handler({ ...event, params: decided.params }, ctx), undefined);
+  }
+  assert.equal(stats().injected - before, 3, 'the hook decided again');
 });
 
 // ---- the watcher as an OpenClaw service (issue 14) ----
@@ -330,10 +322,11 @@ test('configure() treats a default written out and one left out as the same opti
 test('another copy of the plugin loaded in the same realm (OpenClaw loads each registration from a copy) shares the first copy\'s layer', async () => {
   const dir = tempDir();
   const entry = path.basename(entryFile);
-  const binaries = buildInfo.native ? [`claw-identity.${buildInfo.name}.node`] : ['wasi.cjs', 'claw-identity.wasm32-wasi.wasm'];
-  for (const f of [entry, 'plugin.js', 'ops.js', 'package.json', 'openclaw.plugin.json', ...binaries]) {
+  const binaries = buildInfo.native ? [`claw-identity.${buildInfo.name}.node`] : ['claw-identity.wasm32-wasi.wasm'];
+  for (const f of [entry, 'package.json', 'openclaw.plugin.json', ...binaries]) {
     fs.copyFileSync(path.join(root, f), path.join(dir, f));
   }
+  fs.cpSync(path.join(root, 'lib'), path.join(dir, 'lib'), { recursive: true });
   const copy = await import(pathToFileURL(path.join(dir, entry)).href);
   const original = await import(entryUrl);
   assert.notEqual(copy.default, original.default, 'not a second module instance');

@@ -1,7 +1,6 @@
 #!/usr/bin/env node
 // The unit suites against the WebAssembly build (claw-identity/wasm), on
-// Node 20 (the Node running this script, when it is 20) and on the Node 24
-// in .cache/ that OpenClaw runs on (see ensure-openclaw.mjs).
+// the Node 24 in .cache/ that OpenClaw runs on (see ensure-openclaw.mjs).
 //
 //   node scripts/test-wasm.mjs              every suite in SUITES, on both Nodes
 //   node scripts/test-wasm.mjs layer faults only these suites
@@ -29,7 +28,7 @@ if (unknown.length) {
 const suites = (asked.length ? asked : SUITES).map((s) => path.join('__test__', `${s}.test.mjs`));
 
 const { node: node24 } = await ensureOpenclaw({ log: (l) => say(l) });
-const nodes = [...new Set([process.execPath, node24])];
+const nodes = [node24];
 let failed = false;
 for (const node of nodes) {
   const version = spawnSync(node, ['--version'], { encoding: 'utf8' }).stdout.trim();

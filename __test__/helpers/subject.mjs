@@ -15,7 +15,6 @@ export const {
   IdentityLayer,
   configure,
   beforeToolCall,
-  safetyNet,
   redactToolResult,
   stats,
   fingerprint,

@@ -4,7 +4,7 @@
 //! a token.
 #![no_main]
 
-use claw_identity::token_map::{is_agent_id, is_token, parse};
+use claw_identity_core::token_map::{is_agent_id, is_token, parse};
 use libfuzzer_sys::fuzz_target;
 
 /// The layer prints no run of this many hex digits (see `redact`).

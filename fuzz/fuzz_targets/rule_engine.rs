@@ -7,11 +7,11 @@
 #![no_main]
 
 use arbitrary::Arbitrary;
-use claw_identity::engine::{Engine, MapView};
-use claw_identity::options::Options;
-use claw_identity::redact::results::Redactor;
-use claw_identity::rules::{Params, ToolCall, Verdict};
-use claw_identity::token_map::parse;
+use claw_identity_core::engine::{Engine, MapView};
+use claw_identity_core::options::Options;
+use claw_identity_core::redact::results::Redactor;
+use claw_identity_core::rules::{Params, ToolCall, Verdict};
+use claw_identity_core::token_map::parse;
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Debug, Arbitrary)]

@@ -1,7 +1,8 @@
 //! What the layer calls back into JS: the logger (OpenClaw's `api.logger`)
-//! and the session store (`api.runtime.agent.session`, adapted by index.js).
+//! and the session store (`api.runtime.agent.session`, adapted by the plugin).
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
@@ -11,95 +12,99 @@ use napi::threadsafe_function::{
 use parking_lot::Mutex;
 
 use super::js::{Js, Kind};
-use crate::log::{Level, Log};
+use claw_identity_core::log::{Level, Log};
+use claw_identity_core::sessions::{Host, SessionEntry};
 
 /// Wakes the JS thread to deliver the lines waiting in the outbox: weak, so
-/// a live layer never keeps Node running. At most one wake-up is on its way.
+/// a live layer never keeps Node running. At most a few wake-ups are on their way.
 type WakeFn = ThreadsafeFunction<(), (), (), Status, false, true, 4>;
 
 /// The most lines that wait for the JS thread; past it a line is dropped
 /// (and counted), so a stalled event loop never grows a queue.
 const MAX_WAITING: usize = 1024;
 
-/// The JS logger, for lines logged on the JS thread (the per-call line, the
-/// load line): called directly, in order, before the call returns.
+/// The JS logger's methods, bound to it.
 pub struct JsLogger {
     /// `None`: the logger discards info lines, so they are not even formatted.
-    info: Option<FunctionRef<Js, Js>>,
-    warn: FunctionRef<Js, Js>,
-    error: FunctionRef<Js, Js>,
+    pub info: Option<FunctionRef<Js<'static>, Js<'static>>>,
+    pub warn: FunctionRef<Js<'static>, Js<'static>>,
+    pub error: FunctionRef<Js<'static>, Js<'static>>,
 }
 
-/// Every line on its way to the JS logger, of every level, in the order it
-/// was logged: the JS thread takes them all at once, so a line never
-/// overtakes an earlier one (a watcher's warning and its recovery line, say).
-/// While the JS thread is in `Layer::new` or a call, it delivers them itself
-/// before returning (`hold`, then `JsLogger::flush`); otherwise a line wakes
-/// it through a threadsafe function.
+/// Every line logged off the JS thread (the watcher's) or while the JS
+/// thread is in a call, in the order it was logged: the JS thread takes them
+/// all at once, so a line never overtakes an earlier one (a watcher's
+/// warning and its recovery line, say). While the JS thread is in a call it
+/// delivers them itself before returning (`hold`/`release`); otherwise a
+/// line wakes it through a threadsafe function.
 pub struct Outbox {
-    state: Mutex<OutboxState>,
+    lines: Mutex<VecDeque<(Level, String)>>,
+    /// The JS thread delivers the lines itself at its next release.
+    held: AtomicBool,
+    /// Lines are waiting (checked without the lock on every call).
+    waiting: AtomicBool,
 }
-
-struct OutboxState {
-    lines: VecDeque<(Level, String)>,
-    /// The JS thread delivers the lines itself at its next flush.
-    held: bool,
-    /// A wake-up is on its way to the JS thread.
-    woken: bool,
-}
-
-pub type Pending = Arc<Outbox>;
 
 impl Outbox {
-    /// Lines wait for the JS thread's next `JsLogger::flush` (it is in a call).
+    fn new() -> Outbox {
+        Outbox {
+            lines: Mutex::new(VecDeque::new()),
+            held: AtomicBool::new(true), // until the layer is made
+            waiting: AtomicBool::new(false),
+        }
+    }
+
+    /// Lines logged from now on wait for the JS thread's `release`.
     pub fn hold(&self) {
-        self.state.lock().held = true;
+        self.held.store(true, Ordering::SeqCst);
+    }
+
+    /// Ends a hold; whether lines wait, which the JS thread must deliver now.
+    /// A line queued meanwhile either saw the hold gone (and woke the JS
+    /// thread) or is seen waiting here.
+    pub fn release(&self) -> bool {
+        self.held.store(false, Ordering::SeqCst);
+        self.waiting.load(Ordering::SeqCst)
     }
 
     /// Queues a line; true when it must wake the JS thread. None: dropped.
     fn push(&self, level: Level, line: String) -> Option<bool> {
-        let mut s = self.state.lock();
-        if s.lines.len() >= MAX_WAITING {
+        let mut lines = self.lines.lock();
+        if lines.len() >= MAX_WAITING {
             return None;
         }
-        s.lines.push_back((level, line));
-        let wake = !s.held && !s.woken;
-        s.woken |= wake;
-        Some(wake)
+        lines.push_back((level, line));
+        self.waiting.store(true, Ordering::SeqCst);
+        Some(!self.held.load(Ordering::SeqCst))
     }
 
-    /// Every waiting line, oldest first; `release` ends a hold.
-    fn take(&self, release: bool) -> VecDeque<(Level, String)> {
-        let mut s = self.state.lock();
-        if release {
-            s.held = false;
-        } else {
-            s.woken = false;
-        }
-        std::mem::take(&mut s.lines)
+    /// Every waiting line, oldest first.
+    fn take(&self) -> VecDeque<(Level, String)> {
+        let mut lines = self.lines.lock();
+        self.waiting.store(false, Ordering::SeqCst);
+        std::mem::take(&mut *lines)
     }
+}
+
+pub type Pending = Arc<Outbox>;
+
+pub fn function_ref<'e>(env: &'e Env, f: Js<'e>) -> Result<FunctionRef<Js<'static>, Js<'static>>> {
+    // SAFETY: `f` is a live function of this env, checked by the caller.
+    unsafe { Function::<Js<'static>, Js<'static>>::from_napi_value(env.raw(), f.raw())? }
+        .create_ref()
 }
 
 impl JsLogger {
     /// The `logger` option (`{ info, warn, error }`), or `console.warn` and
     /// `console.error` without info lines when it is absent. Returns the
     /// logger and the layer's `Log`, whose lines from other threads reach the
-    /// same methods through threadsafe functions.
-    pub fn new(env: &Env, logger: Option<Js>) -> Result<(JsLogger, Log, Pending)> {
+    /// same methods through a threadsafe function.
+    pub fn new(env: &Env, logger: Option<Js<'_>>) -> Result<(JsLogger, Log, Pending)> {
         let (target, with_info) = match logger {
             Some(l) => (l, true),
-            None => {
-                // SAFETY: `get_global` returns a live value of this env.
-                let global = unsafe {
-                    Js::from_raw(
-                        env.raw(),
-                        napi::JsGlobal::to_napi_value(env.raw(), env.get_global()?)?,
-                    )
-                };
-                (global.get_unchecked(c"console")?, false)
-            }
+            None => (Js::global(env)?.get_unchecked(c"console")?, false),
         };
-        let method = |name: &std::ffi::CStr| -> Result<Js> {
+        let method = |name: &std::ffi::CStr| -> Result<FunctionRef<Js<'static>, Js<'static>>> {
             let f = target
                 .get(name)?
                 .filter(|f| f.kind().ok() == Some(Kind::Function));
@@ -113,32 +118,20 @@ impl JsLogger {
                 )
             })?;
             // Bound, so a method that uses `this` works from the watcher thread too.
-            f.bind_this(target)
-        };
-        let info = if with_info {
-            Some(method(c"info")?)
-        } else {
-            None
-        };
-        let (warn, error) = (method(c"warn")?, method(c"error")?);
-        let func_ref = |f: Js| -> Result<FunctionRef<Js, Js>> {
-            // SAFETY: `f` is a live function of this env.
-            unsafe { Function::<Js, Js>::from_napi_value(env.raw(), f.raw())? }.create_ref()
+            function_ref(env, f.bind_this(target)?)
         };
         let refs = || -> Result<JsLogger> {
             Ok(JsLogger {
-                info: info.map(func_ref).transpose()?,
-                warn: func_ref(warn)?,
-                error: func_ref(error)?,
+                info: if with_info {
+                    Some(method(c"info")?)
+                } else {
+                    None
+                },
+                warn: method(c"warn")?,
+                error: method(c"error")?,
             })
         };
-        let outbox: Pending = Arc::new(Outbox {
-            state: Mutex::new(OutboxState {
-                lines: VecDeque::new(),
-                held: true, // until `Layer::new` is done
-                woken: false,
-            }),
-        });
+        let outbox: Pending = Arc::new(Outbox::new());
         // The wake-up delivers what waits, on the JS thread, through its own
         // references to the logger's methods.
         let deliver = refs()?;
@@ -152,7 +145,7 @@ impl JsLogger {
             .callee_handled::<false>()
             .max_queue_size::<4>()
             .build_callback(move |ctx: ThreadsafeCallContext<()>| {
-                for (level, line) in waiting.take(false) {
+                for (level, line) in waiting.take() {
                     deliver.write(&ctx.env, level, &line);
                 }
                 Ok(())
@@ -172,113 +165,180 @@ impl JsLogger {
         Ok((refs()?, log, outbox))
     }
 
-    /// Delivers every waiting line, in order, on the JS thread, and ends the
-    /// hold: later lines wake the JS thread themselves.
+    /// Delivers every waiting line, in order, on the JS thread.
     pub fn flush(&self, env: &Env, pending: &Pending) {
-        for (level, line) in pending.take(true) {
+        for (level, line) in pending.take() {
             self.write(env, level, &line);
+        }
+    }
+
+    /// Delivers what waits, if anything does (one atomic load otherwise).
+    pub fn flush_waiting(&self, env: &Env, pending: &Pending) {
+        if pending.waiting.load(Ordering::SeqCst) {
+            self.flush(env, pending);
+        }
+    }
+
+    /// Ends a call's hold: delivers what waits.
+    pub fn release(&self, env: &Env, pending: &Pending) {
+        if pending.release() {
+            self.flush(env, pending);
+        }
+    }
+
+    /// The method for `level`, if the logger takes that level.
+    pub fn method(&self, level: Level) -> Option<&FunctionRef<Js<'static>, Js<'static>>> {
+        match level {
+            Level::Info => self.info.as_ref(),
+            Level::Warn => Some(&self.warn),
+            Level::Error => Some(&self.error),
         }
     }
 
     /// Delivers one line now, on the JS thread. A logger that throws is ignored.
     pub fn write(&self, env: &Env, level: Level, line: &str) {
-        let f = match level {
-            Level::Info => match &self.info {
-                Some(f) => f,
-                None => return,
-            },
-            Level::Warn => &self.warn,
-            Level::Error => &self.error,
-        };
+        let Some(f) = self.method(level) else { return };
         let _ = (|| -> std::result::Result<(), String> {
-            let f = f.borrow_back(env).map_err(|e| e.to_string())?;
-            // SAFETY: the function and the string are live values of this env.
-            let f = unsafe {
-                Js::from_raw(
-                    env.raw(),
-                    Function::to_napi_value(env.raw(), f).map_err(|e| e.to_string())?,
-                )
-            };
+            let f = Js::of(env, f.borrow_back(env).map_err(|e| e.to_string())?)
+                .map_err(|e| e.to_string())?;
             let text = Js::string(env.raw(), line).map_err(|e| e.to_string())?;
-            f.call(
-                Js::undefined(env.raw()).map_err(|e| e.to_string())?,
-                &[text],
-            )
-            .map(drop)
+            let this = Js::undefined_in(env).map_err(|e| e.to_string())?;
+            f.call(this, &[text]).map(drop)
         })();
     }
 }
 
 /// OpenClaw's session store as the rules need it: `ensure(agentId,
-/// sessionKey)` creates a session if it is missing; `spawnerOf(agentId,
-/// sessionKey)` returns the session that spawned a sub-agent session.
+/// sessionKey)` creates a session if it is missing; `entryOf(agentId,
+/// sessionKey)` returns the fields of its entry the rules read
+/// (`{ spawnedBy, spawnedCwd, spawnedWorkspaceDir }`), or, from a store
+/// without it, `spawnerOf(agentId, sessionKey)` its `spawnedBy` alone.
 pub struct JsSessions {
-    ensure: FunctionRef<Js, Js>,
-    spawner_of: FunctionRef<Js, Js>,
+    ensure: FunctionRef<Js<'static>, Js<'static>>,
+    entry_of: Entry,
+}
+
+enum Entry {
+    Of(FunctionRef<Js<'static>, Js<'static>>),
+    SpawnerOf(FunctionRef<Js<'static>, Js<'static>>),
 }
 
 impl JsSessions {
-    pub fn new(env: &Env, store: Js) -> Result<JsSessions> {
-        let method = |name: &std::ffi::CStr| -> Result<FunctionRef<Js, Js>> {
-            let f = store
-                .get(name)?
-                .filter(|f| f.kind().ok() == Some(Kind::Function))
-                .ok_or_else(|| {
-                    Error::new(
-                        Status::InvalidArg,
-                        "claw-identity: options.sessions must have ensure and spawnerOf functions",
-                    )
-                })?;
-            let f = f.bind_this(store)?;
-            // SAFETY: `f` is a live function of this env.
-            unsafe { Function::<Js, Js>::from_napi_value(env.raw(), f.raw())? }.create_ref()
+    pub fn new(env: &Env, store: Js<'_>) -> Result<JsSessions> {
+        let method =
+            |name: &std::ffi::CStr| -> Result<Option<FunctionRef<Js<'static>, Js<'static>>>> {
+                match store
+                    .get(name)?
+                    .filter(|f| f.kind().ok() == Some(Kind::Function))
+                {
+                    Some(f) => Ok(Some(function_ref(env, f.bind_this(store)?)?)),
+                    None => Ok(None),
+                }
+            };
+        let missing = || {
+            Error::new(
+                Status::InvalidArg,
+                "claw-identity: options.sessions must have ensure and entryOf (or spawnerOf) functions",
+            )
+        };
+        let entry_of = match (method(c"entryOf")?, method(c"spawnerOf")?) {
+            (Some(f), _) => Entry::Of(f),
+            (None, Some(f)) => Entry::SpawnerOf(f),
+            (None, None) => return Err(missing()),
         };
         Ok(JsSessions {
-            ensure: method(c"ensure")?,
-            spawner_of: method(c"spawnerOf")?,
+            ensure: method(c"ensure")?.ok_or_else(missing)?,
+            entry_of,
         })
     }
 
-    fn call(
-        env: &Env,
-        f: &FunctionRef<Js, Js>,
+    fn call<'e>(
+        env: &'e Env,
+        f: &FunctionRef<Js<'static>, Js<'static>>,
         agent_id: &str,
         session_key: &str,
-    ) -> std::result::Result<Js, String> {
-        let raw = env.raw();
-        let f = f.borrow_back(env).map_err(|e| e.to_string())?;
-        // SAFETY: live values of this env.
-        let f = unsafe {
-            Js::from_raw(
-                raw,
-                Function::to_napi_value(raw, f).map_err(|e| e.to_string())?,
-            )
-        };
+    ) -> std::result::Result<Js<'e>, String> {
+        let e = |e: Error| e.to_string();
+        let f = Js::of(env, f.borrow_back(env).map_err(e)?).map_err(e)?;
         let args = [
-            Js::string(raw, agent_id).map_err(|e| e.to_string())?,
-            Js::string(raw, session_key).map_err(|e| e.to_string())?,
+            Js::string(env.raw(), agent_id).map_err(e)?,
+            Js::string(env.raw(), session_key).map_err(e)?,
         ];
-        f.call(Js::undefined(raw).map_err(|e| e.to_string())?, &args)
-    }
-
-    /// The session that spawned `session_key`, if the store knows one.
-    pub fn spawner_of(
-        &self,
-        env: &Env,
-        agent_id: &str,
-        session_key: &str,
-    ) -> std::result::Result<Option<String>, String> {
-        let v = Self::call(env, &self.spawner_of, agent_id, session_key)?;
-        v.host_str().map_err(|e| e.to_string())
+        f.call(Js::undefined_in(env).map_err(e)?, &args)
     }
 
     /// Starts creating the session; the promise (or value) `ensure` returned.
-    pub fn ensure(
+    pub fn ensure<'e>(
+        &self,
+        env: &'e Env,
+        agent_id: &str,
+        session_key: &str,
+    ) -> std::result::Result<Js<'e>, String> {
+        Self::call(env, &self.ensure, agent_id, session_key)
+    }
+
+    /// `session_key`'s entry, as the rules read it.
+    fn entry(
         &self,
         env: &Env,
         agent_id: &str,
         session_key: &str,
-    ) -> std::result::Result<Js, String> {
-        Self::call(env, &self.ensure, agent_id, session_key)
+    ) -> std::result::Result<Option<SessionEntry>, String> {
+        let e = |e: Error| e.to_string();
+        let text = |v: Option<Js<'_>>| -> std::result::Result<Option<String>, String> {
+            match v {
+                Some(v) => v.host_str().map_err(e).map(|s| s.filter(|s| !s.is_empty())),
+                None => Ok(None),
+            }
+        };
+        match &self.entry_of {
+            Entry::SpawnerOf(f) => Ok(Some(SessionEntry {
+                spawned_by: text(Some(Self::call(env, f, agent_id, session_key)?))?,
+                ..SessionEntry::default()
+            })),
+            Entry::Of(f) => {
+                let v = Self::call(env, f, agent_id, session_key)?;
+                if !v.is_object().map_err(e)? {
+                    return Ok(None);
+                }
+                Ok(Some(SessionEntry {
+                    spawned_by: text(v.get(c"spawnedBy").map_err(e)?)?,
+                    spawned_cwd: text(v.get(c"spawnedCwd").map_err(e)?)?.map(Into::into),
+                    spawned_workspace: text(v.get(c"spawnedWorkspaceDir").map_err(e)?)?
+                        .map(Into::into),
+                }))
+            }
+        }
+    }
+}
+
+/// What the pipeline asks of OpenClaw and Node within one callback on the
+/// JS thread: the session store (if the plugin has one) and Node's
+/// `url.fileURLToPath`, which OpenClaw's tools call.
+pub struct HostIn<'s> {
+    pub sessions: Option<&'s JsSessions>,
+    pub file_url_to_path: &'s FunctionRef<Js<'static>, Js<'static>>,
+    pub env: &'s Env,
+}
+
+impl Host for HostIn<'_> {
+    fn session(
+        &self,
+        agent_id: &str,
+        session_key: &str,
+    ) -> std::result::Result<Option<SessionEntry>, String> {
+        match self.sessions {
+            Some(s) => s.entry(self.env, agent_id, session_key),
+            None => Ok(None),
+        }
+    }
+
+    fn file_url_to_path(&self, url: &str) -> Option<std::path::PathBuf> {
+        let env = self.env;
+        let f = Js::of(env, self.file_url_to_path.borrow_back(env).ok()?).ok()?;
+        let arg = Js::string(env.raw(), url).ok()?;
+        // Node throws where OpenClaw then keeps the text as a path.
+        let out = f.call(Js::undefined_in(env).ok()?, &[arg]).ok()?;
+        out.host_str().ok().flatten().map(Into::into)
     }
 }

@@ -29,5 +29,7 @@
     cwd: guard(() => [process.cwd()]),
     pid: guard(() => [String(process.pid)]),
     env: guard((name) => (typeof process.env[name] === 'string' ? [process.env[name]] : [])),
+    homedir: guard(() => [process.getBuiltinModule('node:os').homedir()]),
+    fileUrlToPath: guard((url) => [process.getBuiltinModule('node:url').fileURLToPath(url)]),
   };
 })()

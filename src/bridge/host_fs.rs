@@ -5,55 +5,67 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::ptr;
 
 use napi::bindgen_prelude::*;
-use napi::sys;
 
 use super::js::{Js, Kind};
-use crate::sys::{Host, HostStat};
+use claw_identity_core::sys::{Host, HostStat};
 
+/// `host_fs.js`'s functions, by name.
 pub struct NodeFs {
-    env: sys::napi_env,
-    /// The object `host_fs.js` makes, held for the env's lifetime.
-    host: sys::napi_ref,
+    env: Env,
+    methods: Vec<(
+        &'static std::ffi::CStr,
+        FunctionRef<Js<'static>, Js<'static>>,
+    )>,
 }
+
+const METHODS: [&std::ffi::CStr; 10] = [
+    c"stat",
+    c"euid",
+    c"createPrivate",
+    c"mkdirPrivate",
+    c"realpath",
+    c"cwd",
+    c"pid",
+    c"env",
+    c"homedir",
+    c"fileUrlToPath",
+];
 
 impl NodeFs {
     pub fn new(env: &Env) -> Result<NodeFs> {
-        let host: Js = env.run_script(include_str!("host_fs.js"))?;
-        let mut r = ptr::null_mut();
-        // SAFETY: `host` is a live object of this env; the reference keeps it.
-        let status = unsafe { sys::napi_create_reference(env.raw(), host.raw(), 1, &mut r) };
-        if status != sys::Status::napi_ok {
-            return Err(Error::from_reason(
-                "claw-identity: can't hold the host file system",
-            ));
+        let host: Js<'_> = env.run_script(include_str!("host_fs.js"))?;
+        let mut methods = Vec::new();
+        for name in METHODS {
+            let f = host.get_unchecked(name)?;
+            // SAFETY: `host_fs.js` makes every one of these a function.
+            let f = unsafe {
+                Function::<Js<'static>, Js<'static>>::from_napi_value(env.raw(), f.raw())?
+            };
+            methods.push((name, f.create_ref()?));
         }
-        Ok(NodeFs {
-            env: env.raw(),
-            host: r,
-        })
+        Ok(NodeFs { env: *env, methods })
     }
 
     /// Calls `host.<name>(arg)`: the array it returns, as strings, or the
     /// error code it returns, as an io::Error.
     fn call(&self, name: &std::ffi::CStr, arg: Option<&Path>) -> io::Result<Vec<String>> {
         let fail = |e: Error| io::Error::other(format!("host file system: {e}"));
-        let mut raw = ptr::null_mut();
-        // SAFETY: the reference is live for the env's lifetime.
-        let status = unsafe { sys::napi_get_reference_value(self.env, self.host, &mut raw) };
-        if status != sys::Status::napi_ok {
-            return Err(io::Error::other("host file system: its object is gone"));
-        }
-        // SAFETY: a live value of this env, within the current callback.
-        let host = unsafe { Js::from_raw(self.env, raw) };
-        let f = host.get_unchecked(name).map_err(fail)?;
+        let env = &self.env;
+        let f = self
+            .methods
+            .iter()
+            .find(|(n, _)| *n == name)
+            .ok_or_else(|| io::Error::other("host file system: no such function"))?;
+        let f = Js::of(env, f.1.borrow_back(env).map_err(fail)?).map_err(fail)?;
         let args = match arg {
-            Some(p) => vec![Js::string(self.env, &p.to_string_lossy()).map_err(fail)?],
+            Some(p) => vec![Js::string(env.raw(), &p.to_string_lossy()).map_err(fail)?],
             None => Vec::new(),
         };
-        let out = f.call(host, &args).map_err(io::Error::other)?;
+        let out = f
+            .call(Js::undefined_in(env).map_err(fail)?, &args)
+            .map_err(io::Error::other)?;
         match out.kind().map_err(fail)? {
             Kind::String => Err(os_error(&out.host_str().map_err(fail)?.unwrap_or_default())),
             Kind::Array => (0..out.array_len().map_err(fail)?)
@@ -65,6 +77,15 @@ impl NodeFs {
             _ => Err(io::Error::other("host file system: unexpected result")),
         }
     }
+}
+
+/// Installs Node's `fs` as this thread's host file system (`sys::set_host`),
+/// and moves WASI's working directory to Node's.
+pub fn install(env: &Env) -> Result<()> {
+    let fs = NodeFs::new(env)?;
+    chdir_to_host_cwd(&fs);
+    claw_identity_core::sys::set_host(Box::new(fs));
+    Ok(())
 }
 
 /// An error code from Node (`ENOENT`, ...) as the io::Error std would give.
@@ -115,6 +136,10 @@ impl Host for NodeFs {
         Ok(self.call(c"env", Some(Path::new(name)))?.into_iter().next())
     }
 
+    fn homedir(&self) -> io::Result<Option<String>> {
+        Ok(self.call(c"homedir", None)?.into_iter().next())
+    }
+
     fn create_private(&self, path: &Path) -> io::Result<HostStat> {
         host_stat(&self.call(c"createPrivate", Some(path))?)
     }
@@ -134,7 +159,7 @@ impl Host for NodeFs {
 
 /// Moves WASI's working directory ("/" at start) to the host's, so a
 /// relative path means the same file to both.
-pub fn chdir_to_host_cwd(fs: &NodeFs) {
+fn chdir_to_host_cwd(fs: &NodeFs) {
     let cwd = fs
         .call(c"cwd", None)
         .ok()

@@ -1,9 +1,11 @@
 //! A small safe wrapper over the raw N-API calls the hot path makes: read a
 //! property, read a string exactly, list own keys, define own properties.
 //! napi-rs's typed values would do each of these too, with an allocation or
-//! a conversion more per call; this file is the one place raw `napi_*` calls
-//! live, and every call's status is checked.
+//! a conversion more per call (BENCHMARKS.md). Every call's status is
+//! checked, and a value is borrowed for the callback it came from: `Js<'e>`
+//! can't outlive the `&'e Env` (or the raw callback) it was made in.
 
+use std::marker::PhantomData;
 use std::ptr;
 
 use napi::bindgen_prelude::*;
@@ -11,9 +13,10 @@ use napi::sys;
 
 /// A JS value borrowed for the duration of one N-API callback.
 #[derive(Clone, Copy)]
-pub struct Js {
+pub struct Js<'e> {
     env: sys::napi_env,
     raw: sys::napi_value,
+    _callback: PhantomData<&'e Env>,
 }
 
 /// The type of a JS value, as `typeof` says, with arrays told apart.
@@ -36,11 +39,8 @@ fn check(env: sys::napi_env, status: sys::napi_status, what: &str) -> Result<()>
     if status == sys::Status::napi_ok {
         return Ok(());
     }
-    let thrown = Js {
-        env,
-        raw: ptr::null_mut(),
-    }
-    .take_exception();
+    // SAFETY: only the env is used, to take the pending exception.
+    let thrown = unsafe { Js::from_raw(env, ptr::null_mut()) }.take_exception();
     Err(Error::from_reason(match thrown {
         Some(msg) => msg,
         None => format!("N-API {what} failed"),
@@ -48,21 +48,48 @@ fn check(env: sys::napi_env, status: sys::napi_status, what: &str) -> Result<()>
 }
 
 /// A value one N-API call makes into `out`.
-fn make(
+fn make<'e>(
     env: sys::napi_env,
     what: &str,
     f: impl FnOnce(*mut sys::napi_value) -> sys::napi_status,
-) -> Result<Js> {
+) -> Result<Js<'e>> {
     let mut raw = ptr::null_mut();
     check(env, f(&mut raw), what)?;
-    Ok(Js { env, raw })
+    // SAFETY: N-API just made `raw` in `env`, within the current callback.
+    Ok(unsafe { Js::from_raw(env, raw) })
 }
 
-impl Js {
+impl<'e> Js<'e> {
     /// # Safety
-    /// `raw` must be a live value of `env` for the current callback.
-    pub unsafe fn from_raw(env: sys::napi_env, raw: sys::napi_value) -> Js {
-        Js { env, raw }
+    /// `raw` must be a live value of `env` for the current callback, and
+    /// `'e` must not outlive that callback.
+    pub unsafe fn from_raw(env: sys::napi_env, raw: sys::napi_value) -> Js<'e> {
+        Js {
+            env,
+            raw,
+            _callback: PhantomData,
+        }
+    }
+
+    /// The `undefined` of the callback `env` is borrowed for.
+    pub fn undefined_in(env: &'e Env) -> Result<Js<'e>> {
+        Js::undefined(env.raw())
+    }
+
+    /// Any napi-rs value (a function, the global object, a reference's
+    /// value) as a `Js` of the callback `env` is borrowed for.
+    pub fn of<T: ToNapiValue>(env: &'e Env, value: T) -> Result<Js<'e>> {
+        // SAFETY: `to_napi_value` makes (or hands back) a value of `env`,
+        // live within the current callback.
+        unsafe {
+            let raw = T::to_napi_value(env.raw(), value)?;
+            Ok(Js::from_raw(env.raw(), raw))
+        }
+    }
+
+    /// `globalThis`.
+    pub fn global(env: &'e Env) -> Result<Js<'e>> {
+        Js::of(env, env.get_global()?)
     }
 
     pub fn raw(self) -> sys::napi_value {
@@ -73,46 +100,47 @@ impl Js {
         self.env
     }
 
-    fn wrap(self, raw: sys::napi_value) -> Js {
-        Js { env: self.env, raw }
+    fn wrap(self, raw: sys::napi_value) -> Js<'e> {
+        // SAFETY: a value N-API made from `self`, in the same callback.
+        unsafe { Js::from_raw(self.env, raw) }
     }
 
-    pub fn undefined(env: sys::napi_env) -> Result<Js> {
+    pub fn undefined(env: sys::napi_env) -> Result<Js<'e>> {
         // SAFETY: a plain N-API call on the callback's env.
         make(env, "get_undefined", |out| unsafe {
             sys::napi_get_undefined(env, out)
         })
     }
 
-    pub fn boolean(env: sys::napi_env, b: bool) -> Result<Js> {
+    pub fn boolean(env: sys::napi_env, b: bool) -> Result<Js<'e>> {
         // SAFETY: a plain N-API call on the callback's env.
         make(env, "get_boolean", |out| unsafe {
             sys::napi_get_boolean(env, b, out)
         })
     }
 
-    pub fn object(env: sys::napi_env) -> Result<Js> {
+    pub fn object(env: sys::napi_env) -> Result<Js<'e>> {
         // SAFETY: a plain N-API call on the callback's env.
         make(env, "create_object", |out| unsafe {
             sys::napi_create_object(env, out)
         })
     }
 
-    pub fn from_f64(env: sys::napi_env, n: f64) -> Result<Js> {
+    pub fn from_f64(env: sys::napi_env, n: f64) -> Result<Js<'e>> {
         // SAFETY: a plain N-API call on the callback's env.
         make(env, "create_double", |out| unsafe {
             sys::napi_create_double(env, n, out)
         })
     }
 
-    pub fn array(env: sys::napi_env, len: u32) -> Result<Js> {
+    pub fn array(env: sys::napi_env, len: u32) -> Result<Js<'e>> {
         // SAFETY: a plain N-API call on the callback's env.
         make(env, "create_array", |out| unsafe {
             sys::napi_create_array_with_length(env, len as usize, out)
         })
     }
 
-    pub fn set_index(self, i: u32, v: Js) -> Result<()> {
+    pub fn set_index(self, i: u32, v: Js<'_>) -> Result<()> {
         // SAFETY: both values are live.
         check(
             self.env,
@@ -122,7 +150,7 @@ impl Js {
     }
 
     /// A JS string; ASCII (every token) is Latin-1, which V8 takes without decoding.
-    pub fn string(env: sys::napi_env, s: &str) -> Result<Js> {
+    pub fn string(env: sys::napi_env, s: &str) -> Result<Js<'e>> {
         let mut raw = ptr::null_mut();
         // SAFETY: `s` is valid for `s.len()` bytes.
         let status = unsafe {
@@ -133,17 +161,19 @@ impl Js {
             }
         };
         check(env, status, "create_string")?;
-        Ok(Js { env, raw })
+        // SAFETY: made in `env`, within the current callback.
+        Ok(unsafe { Js::from_raw(env, raw) })
     }
 
     /// Any JSON value, as napi-rs's serde support makes it.
-    pub fn json(env: sys::napi_env, v: &serde_json::Value) -> Result<Js> {
+    pub fn json(env: sys::napi_env, v: &serde_json::Value) -> Result<Js<'e>> {
         if let serde_json::Value::String(s) = v {
             return Js::string(env, s);
         }
         // SAFETY: env is live for this callback.
         let raw = unsafe { serde_json::Value::to_napi_value(env, v.clone())? };
-        Ok(Js { env, raw })
+        // SAFETY: made in `env`, within the current callback.
+        Ok(unsafe { Js::from_raw(env, raw) })
     }
 
     pub fn kind(self) -> Result<Kind> {
@@ -230,7 +260,7 @@ impl Js {
 
     /// `value[name]`, prototype chain included, as the tool itself reads it.
     /// `None` for a value that is not an object or a function.
-    pub fn get(self, name: &std::ffi::CStr) -> Result<Option<Js>> {
+    pub fn get(self, name: &std::ffi::CStr) -> Result<Option<Js<'e>>> {
         if !self.is_object()? {
             return Ok(None);
         }
@@ -238,7 +268,7 @@ impl Js {
     }
 
     /// `value[name]` on a value known to be an object.
-    pub fn get_unchecked(self, name: &std::ffi::CStr) -> Result<Js> {
+    pub fn get_unchecked(self, name: &std::ffi::CStr) -> Result<Js<'e>> {
         let mut raw = ptr::null_mut();
         // SAFETY: `name` is NUL-terminated; the value is live.
         check(
@@ -251,7 +281,7 @@ impl Js {
 
     /// `value[key]` (prototype chain included), or `None` when the value is
     /// not an object or a function.
-    pub fn get_by(self, key: Js) -> Result<Option<Js>> {
+    pub fn get_by(self, key: Js<'_>) -> Result<Option<Js<'e>>> {
         if !self.is_object()? {
             return Ok(None);
         }
@@ -259,7 +289,7 @@ impl Js {
     }
 
     /// `value[key]` for a key that is itself a JS value (a string or a symbol).
-    pub fn get_key(self, key: Js) -> Result<Js> {
+    pub fn get_key(self, key: Js<'_>) -> Result<Js<'e>> {
         let mut raw = ptr::null_mut();
         // SAFETY: both values are live.
         check(
@@ -270,12 +300,12 @@ impl Js {
         Ok(self.wrap(raw))
     }
 
-    pub fn get_str_key(self, key: &str) -> Result<Js> {
+    pub fn get_str_key(self, key: &str) -> Result<Js<'e>> {
         let k = Js::string(self.env, key)?;
         self.get_key(k)
     }
 
-    pub fn get_index(self, i: u32) -> Result<Js> {
+    pub fn get_index(self, i: u32) -> Result<Js<'e>> {
         let mut raw = ptr::null_mut();
         // SAFETY: a plain N-API call on a live value.
         check(
@@ -347,6 +377,37 @@ impl Js {
         )?;
         buf.truncate(written);
         Ok(Some(buf))
+    }
+
+    /// The string as UTF-8 (a lone surrogate becomes U+FFFD, which no id
+    /// has), in `buf` when it fits: ids, names and session keys do, so the
+    /// hot path reads them without an allocation. `None` if the value is not
+    /// a string.
+    pub fn str_in<'b>(self, buf: &'b mut [u8]) -> Result<Option<std::borrow::Cow<'b, str>>> {
+        let mut written = 0usize;
+        // SAFETY: `buf` has `buf.len()` bytes, room for the terminating NUL.
+        let status = unsafe {
+            sys::napi_get_value_string_utf8(
+                self.env,
+                self.raw,
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                &mut written,
+            )
+        };
+        if status == sys::Status::napi_string_expected {
+            return Ok(None);
+        }
+        check(self.env, status, "get_value_string_utf8")?;
+        if written + 1 < buf.len() {
+            // Node writes whole characters, with invalid ones replaced.
+            return match std::str::from_utf8(&buf[..written]) {
+                Ok(s) => Ok(Some(std::borrow::Cow::Borrowed(s))),
+                Err(_) => Ok(self.text()?.map(std::borrow::Cow::Owned)),
+            };
+        }
+        // It may not have fit: read it whole.
+        Ok(self.text()?.map(std::borrow::Cow::Owned))
     }
 
     /// Any string as UTF-8, in one copy (a lone surrogate becomes U+FFFD):
@@ -421,7 +482,7 @@ impl Js {
 
     /// Own enumerable keys, strings then symbols, in the order `{...value}`
     /// copies them (symbols only when `symbols`).
-    pub fn own_keys(self, symbols: bool) -> Result<Vec<Js>> {
+    pub fn own_keys(self, symbols: bool) -> Result<Vec<Js<'e>>> {
         let filter = sys::KeyFilter::enumerable
             | if symbols {
                 0
@@ -449,7 +510,7 @@ impl Js {
     }
 
     /// Whether the object has an own property `key`.
-    pub fn has_own(self, key: Js) -> Result<bool> {
+    pub fn has_own(self, key: Js<'_>) -> Result<bool> {
         let mut has = false;
         // SAFETY: both values are live.
         check(
@@ -463,7 +524,7 @@ impl Js {
     /// Defines own, enumerable, writable data properties: no setter on
     /// `Object.prototype` sees the value, and a key named `__proto__` stays an
     /// own key, as `{...params}` makes it.
-    pub fn define(self, props: &[(Js, Js)]) -> Result<()> {
+    pub fn define(self, props: &[(Js<'_>, Js<'_>)]) -> Result<()> {
         let descriptors: Vec<sys::napi_property_descriptor> = props
             .iter()
             .map(|(k, v)| sys::napi_property_descriptor {
@@ -507,19 +568,20 @@ impl Js {
     }
 }
 
-impl ToNapiValue for Js {
+impl ToNapiValue for Js<'_> {
     unsafe fn to_napi_value(_env: sys::napi_env, val: Self) -> Result<sys::napi_value> {
         Ok(val.raw)
     }
 }
 
-impl FromNapiValue for Js {
+impl FromNapiValue for Js<'_> {
     unsafe fn from_napi_value(env: sys::napi_env, raw: sys::napi_value) -> Result<Self> {
-        Ok(Js { env, raw })
+        // SAFETY: napi-rs hands an argument of the current callback.
+        Ok(unsafe { Js::from_raw(env, raw) })
     }
 }
 
-impl TypeName for Js {
+impl TypeName for Js<'_> {
     fn type_name() -> &'static str {
         "unknown"
     }
@@ -528,13 +590,13 @@ impl TypeName for Js {
     }
 }
 
-impl ValidateNapiValue for Js {}
+impl ValidateNapiValue for Js<'_> {}
 
-impl Js {
+impl<'e> Js<'e> {
     /// Calls `self` as a function with `this` and `args`. A JS exception is
     /// cleared (it must not fail the tool call) and returned as the error,
     /// with the exception's `message` when it has one.
-    pub fn call(self, this: Js, args: &[Js]) -> std::result::Result<Js, String> {
+    pub fn call(self, this: Js<'_>, args: &[Js<'_>]) -> std::result::Result<Js<'e>, String> {
         let raw_args: Vec<sys::napi_value> = args.iter().map(|a| a.raw).collect();
         let mut out = ptr::null_mut();
         // SAFETY: every value is live for this callback.
@@ -582,7 +644,7 @@ impl Js {
 
     /// `self.bind(undefined, ...args)`: a function that calls `self` with
     /// `args` first (how a native callback gets its data without a handle).
-    pub fn bind_args(self, args: &[Js]) -> Result<Js> {
+    pub fn bind_args(self, args: &[Js<'_>]) -> Result<Js<'e>> {
         let bind = self.get_unchecked(c"bind")?;
         let mut all = vec![Js::undefined(self.env)?];
         all.extend_from_slice(args);
@@ -591,9 +653,58 @@ impl Js {
     }
 
     /// `self.bind(this)`.
-    pub fn bind_this(self, this: Js) -> Result<Js> {
+    pub fn bind_this(self, this: Js<'_>) -> Result<Js<'e>> {
         let bind = self.get_unchecked(c"bind")?;
         bind.call(self, &[this])
             .map_err(|e| Error::from_reason(format!("claw-identity: bind failed: {e}")))
+    }
+}
+
+/// Property names a layer reads on every call, made once as internalized
+/// keys (Node-API 10's `node_api_create_property_key_latin1`: a key made
+/// anew per call is hashed into V8's string table each time) and kept alive
+/// by napi-rs references, released with the layer on its JS thread.
+pub struct Keys<const N: usize> {
+    env: Env,
+    refs: Vec<napi::UnknownRef<false>>,
+}
+
+impl<const N: usize> Keys<N> {
+    pub fn new(env: &Env, names: [&str; N]) -> Result<Keys<N>> {
+        let mut refs = Vec::with_capacity(N);
+        for name in names {
+            let mut raw = ptr::null_mut();
+            // SAFETY: `name` is valid for `name.len()` bytes; ASCII is Latin-1.
+            check(
+                env.raw(),
+                unsafe {
+                    sys::node_api_create_property_key_latin1(
+                        env.raw(),
+                        name.as_ptr().cast(),
+                        name.len() as isize,
+                        &mut raw,
+                    )
+                },
+                "create_property_key_latin1",
+            )?;
+            // SAFETY: a live string of this env; Node-API 10 references any value.
+            refs.push(unsafe { napi::UnknownRef::<false>::from_napi_value(env.raw(), raw)? });
+        }
+        Ok(Keys { env: *env, refs })
+    }
+
+    /// Key `i`, for the callback `env` is borrowed for.
+    pub fn get<'e>(&self, env: &'e Env, i: usize) -> Result<Js<'e>> {
+        Js::of(env, self.refs[i].get_value(env)?)
+    }
+}
+
+impl<const N: usize> Drop for Keys<N> {
+    fn drop(&mut self) {
+        // A layer is dropped on its JS thread (by a finalizer or the env's
+        // teardown), where its env is still valid.
+        for r in self.refs.drain(..) {
+            let _ = r.unref(&self.env);
+        }
     }
 }

@@ -1,10 +1,15 @@
-//! JS values in and out of the layer: the only module besides `lib.rs` that
-//! touches N-API. `js` wraps the raw calls; `params` reads a call's params
-//! exactly and builds its rewrite; `host` calls OpenClaw's logger and
-//! session store.
+//! JS values in and out of the layer: every `unsafe` N-API call of the
+//! addon lives in this module. `js` wraps the raw calls; `layer` is one
+//! layer as JS sees it (what happens to a call, start to end); `tiers` holds
+//! the raw hook callbacks; `params` reads a call's params exactly and copies
+//! and redacts JS values; `host` calls OpenClaw's logger and session store.
 
 pub mod host;
 #[cfg(target_os = "wasi")]
 pub mod host_fs;
 pub mod js;
+pub mod layer;
 pub mod params;
+#[cfg(target_os = "wasi")]
+pub mod poll;
+pub mod tiers;

@@ -6,7 +6,7 @@ use napi::Result;
 use serde_json::Value;
 
 use super::js::{Js, Kind};
-use crate::rules::Params;
+use claw_identity_core::rules::Params;
 
 /// Nesting deeper than this in a field a rule reads is refused, not guessed at.
 pub const MAX_DEPTH: usize = 32;
@@ -23,7 +23,7 @@ pub struct Unreadable {
 /// with U+FFFD for broken characters when it can't be read exactly. An
 /// absent or `undefined` field is left out.
 pub fn read_fields(
-    params: Option<Js>,
+    params: Option<Js<'_>>,
     fields: &[&'static str],
     quoted: &[&'static str],
 ) -> Result<std::result::Result<Params, Unreadable>> {
@@ -60,7 +60,7 @@ pub fn read_fields(
 }
 
 /// One value, exactly as JSON can hold it; `None` for `undefined`.
-pub fn exact(v: Js, depth: usize) -> Result<std::result::Result<Option<Value>, &'static str>> {
+pub fn exact(v: Js<'_>, depth: usize) -> Result<std::result::Result<Option<Value>, &'static str>> {
     if depth > MAX_DEPTH {
         return Ok(Err("nested too deeply"));
     }
@@ -110,25 +110,23 @@ pub fn exact(v: Js, depth: usize) -> Result<std::result::Result<Option<Value>, &
     })))
 }
 
-/// `{...params}` with `set` and `clear` applied: every other own enumerable
-/// property (string and symbol keys) copied as is, each value read once, the
-/// rewritten ones defined as own properties, and the cleared ones defined as
-/// `undefined` (OpenClaw spreads hook params over the original, so an absent
-/// key would let the model's value back in; `undefined` is dropped by JSON).
-pub fn copy_with(
+/// `{...params}` with `set` defined: every other own enumerable property
+/// (string and symbol keys) copied as is, each value read once, and the
+/// rewritten ones defined as own properties (no setter on `Object.prototype`
+/// sees them, and `__proto__` stays an own key). A param taken out is set to
+/// `undefined`: OpenClaw spreads hook params over the original, so an absent
+/// key would let the model's value back in, and JSON drops `undefined`.
+pub fn copy_with<'e>(
     env: napi::sys::napi_env,
-    params: Option<Js>,
-    set: &[(String, Value)],
-    clear: &[String],
-) -> Result<Js> {
+    params: Option<Js<'e>>,
+    set: &[(&str, Js<'e>)],
+) -> Result<Js<'e>> {
     let out = Js::object(env)?;
-    let mut props: Vec<(Js, Js)> = Vec::new();
-    let rewritten =
-        |name: &str| set.iter().any(|(k, _)| k == name) || clear.iter().any(|k| k == name);
+    let mut props: Vec<(Js<'e>, Js<'e>)> = Vec::new();
     if let Some(params) = params {
         for key in params.own_keys(true)? {
             if let Some(name) = key.host_str()? {
-                if rewritten(&name) {
+                if set.iter().any(|(k, _)| *k == name) {
                     continue;
                 }
             }
@@ -136,30 +134,9 @@ pub fn copy_with(
         }
     }
     for (k, v) in set {
-        props.push((Js::string(env, k)?, Js::json(env, v)?));
-    }
-    let undefined = Js::undefined(env)?;
-    for k in clear {
-        props.push((Js::string(env, k)?, undefined));
+        props.push((Js::string(env, k)?, *v));
     }
     out.define(&props)?;
-    Ok(out)
-}
-
-/// The keys among `keys` that `params` holds as own properties.
-pub fn present(
-    env: napi::sys::napi_env,
-    params: Option<Js>,
-    keys: &[String],
-) -> Result<Vec<String>> {
-    let mut out = Vec::new();
-    if let Some(params) = params {
-        for k in keys {
-            if params.has_own(Js::string(env, k)?)? {
-                out.push(k.clone());
-            }
-        }
-    }
     Ok(out)
 }
 
@@ -178,12 +155,12 @@ const MAX_RESULT_DEPTH: usize = 64;
 /// A copy of `v` with every token `r` knows replaced in every string (object
 /// keys too), or `None` when it holds none. Plain objects and arrays are
 /// copied; other objects are kept as they are.
-pub fn redact(
+pub fn redact<'e>(
     env: napi::sys::napi_env,
-    v: Js,
-    r: &crate::redact::results::Redactor,
+    v: Js<'e>,
+    r: &claw_identity_core::redact::results::Redactor,
     depth: usize,
-) -> Result<Option<Js>> {
+) -> Result<Option<Js<'e>>> {
     if r.is_empty() {
         return Ok(None);
     }
@@ -192,7 +169,7 @@ pub fn redact(
             "a tool result nested too deeply to check for tokens",
         ));
     }
-    let text = |s: &Js| -> Result<Option<Js>> {
+    let text = |s: &Js<'e>| -> Result<Option<Js<'e>>> {
         let Some(t) = s.text()? else {
             return Ok(None);
         };

@@ -15,22 +15,26 @@
 
 use serde_json::Value;
 
-use super::agent_ids::{js_trim, session_key_agent, str_param};
-use super::cross_user_send::RULE_ID;
-use super::Params;
+use super::agent_ids::{js_trim, normalize_agent_id, session_key_agent, str_param};
+use super::cross_user_send::{self, RULE_ID};
+use super::{Context, Decision, Params, Patch, ToolCall};
+use crate::route::Route;
 
-/// Session tools whose `sessionKey` names one session (absent: the current one).
-pub const KEYED_TOOLS: [&str; 4] = [
+/// The session tools this rule guards: those whose `sessionKey` names one
+/// session (absent: the current one), and `sessions_list`, whose `agentId`
+/// scopes the listing.
+pub const TOOLS: [&str; 5] = [
     "sessions_history",
     "session_status",
     "sessions",
     "sessions_search",
+    LIST_TOOL,
 ];
-/// The tool that lists sessions; its `agentId` scopes the listing.
+/// The tool that lists sessions.
 pub const LIST_TOOL: &str = "sessions_list";
 
 /// The top-level params this rule reads (`targets[].sessionKey` inside `targets`).
-pub const PARAMS: &[&str] = &[
+pub const READS: &[&str] = &[
     "sessionKey",
     "session_key",
     "targets",
@@ -38,8 +42,36 @@ pub const PARAMS: &[&str] = &[
     "agent_id",
 ];
 
-pub fn is_session_tool(tool: &str) -> bool {
-    tool == LIST_TOOL || KEYED_TOOLS.contains(&tool)
+/// The rule for the session tools other than sends: the caller may reach
+/// only agents the same-user rule and the grants allow, and a listing is
+/// narrowed to the caller with OpenClaw's own `agentId` filter.
+pub fn decide<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decision<'a> {
+    let caller = call.agent_id.and_then(normalize_agent_id);
+    let reaches = match evaluate(call.tool, call.params) {
+        Ok(Reaches::Own) => return Decision::pass(),
+        Ok(r) => r,
+        Err(why) => {
+            let shown_caller = caller.as_deref().unwrap_or("<your agentId>");
+            return Decision::block(RULE_ID, unchecked_reason(call.tool, shown_caller, &why));
+        }
+    };
+    let Some(caller) = caller else {
+        return Decision::block(RULE_ID, cross_user_send::unknown_caller_reason(call.tool));
+    };
+    let agents = match reaches {
+        Reaches::Own => return Decision::pass(),
+        // A listing can't be filtered after the fact: narrow it to the
+        // caller's own agent with OpenClaw's own filter.
+        Reaches::Everyone => {
+            return Decision::rewrite(RULE_ID, Patch::param("agentId", Value::String(caller)))
+        }
+        Reaches::Agents(agents) => agents,
+    };
+    match cross_user_send::check(&cx.opts.rules.cross_user_send, call.tool, &caller, &agents) {
+        Err(reason) => Decision::block(RULE_ID, reason),
+        Ok(None) => Decision::pass(),
+        Ok(Some(ask)) => cross_user_send::ask(call.tool, &caller, &ask, Patch::default()),
+    }
 }
 
 /// What a session tool call reaches.
@@ -138,7 +170,7 @@ mod tests {
 
     #[test]
     fn full_keys_name_their_agent_in_any_case() {
-        for tool in KEYED_TOOLS {
+        for tool in TOOLS.iter().filter(|t| **t != LIST_TOOL) {
             for key in [
                 "agent:pepito--atlas:main",
                 "AGENT:Pepito--Atlas:main",
@@ -191,7 +223,7 @@ mod tests {
             "tui",
             "agent:pepito--atlas",
         ] {
-            for tool in KEYED_TOOLS {
+            for tool in TOOLS.iter().filter(|t| **t != LIST_TOOL) {
                 let got = evaluate(tool, &params(json!({"sessionKey": key, "query": "q"})));
                 assert!(
                     matches!(got, Err(Unchecked::Key(_))),

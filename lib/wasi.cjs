@@ -1,7 +1,7 @@
 // claw-identity's WebAssembly build: the same Rust as the native builds,
 // compiled for wasm32-wasip1-threads and run by Node's WASI through
 // @napi-rs/wasm-runtime (emnapi). It starts no threads: its watcher polls
-// from a JS timer on this thread (src/watcher/poll.rs), and it checks owners
+// from a JS timer on this thread (core/src/watcher/poll.rs, src/bridge/poll.rs), and it checks owners
 // and modes, which WASI lacks, through Node's fs (src/bridge/host_fs.js).
 'use strict';
 const fs = require('node:fs');
@@ -14,7 +14,7 @@ const root = path.parse(process.cwd()).root;
 const wasi = new WASI({ version: 'preview1', env: process.env, preopens: { [root]: root } });
 const memory = new WebAssembly.Memory({ initial: 4000, maximum: 65536, shared: true }) // as napi-rs sizes it;
 
-const { napiModule } = instantiateNapiModuleSync(fs.readFileSync(path.join(__dirname, 'claw-identity.wasm32-wasi.wasm')), {
+const { napiModule } = instantiateNapiModuleSync(fs.readFileSync(path.join(__dirname, '..', 'claw-identity.wasm32-wasi.wasm')), {
   context: createContext(),
   wasi,
   asyncWorkPoolSize: 0,

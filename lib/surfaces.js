@@ -5,10 +5,8 @@
 // the commands in cli.js, loaded when one of them runs.
 import { createRequire } from 'node:module';
 
-const require = createRequire(import.meta.url);
-const { version } = require('./package.json');
 /** `openclaw claw-identity`, as the manifest declares it for `openclaw --help`. */
-const [COMMAND] = require('./openclaw.plugin.json').cliCommands;
+const [COMMAND] = createRequire(import.meta.url)('../openclaw.plugin.json').cliCommands;
 
 /** Where OpenClaw keeps this plugin's options. */
 export const CONFIG_PREFIX = 'plugins.entries.claw-identity.config';
@@ -16,23 +14,23 @@ export const CONFIG_PREFIX = 'plugins.entries.claw-identity.config';
 const HEALTH_INTERVAL_MS = 1000;
 
 /** The gateway method's answer: the live layer's stats and its map's agents by fingerprint (never a token). */
-export function statusOf(native) {
+export function statusOf(native, version) {
   return { plugin: 'claw-identity', version, pid: process.pid, stats: native.stats() ?? null, agents: native.mapFingerprints() ?? [] };
 }
 
-/** `openclaw claw-identity ...`: described up front, loaded only when one runs. */
-export function registerCommands(api) {
-  api.registerCli?.(async ({ program }) => (await import('./cli.js')).registerOpenClawCommand(program, COMMAND), {
+/** `openclaw claw-identity ...`: described up front, loaded only when one runs, with this build's API. */
+export function registerCommands(api, lib) {
+  api.registerCli?.(async ({ program }) => (await import('./cli.js')).registerOpenClawCommand(program, COMMAND, lib), {
     descriptors: [COMMAND],
   });
 }
 
 /** Registers the operator surfaces this OpenClaw offers. */
-export function registerOperatorSurfaces(api, native) {
-  registerCommands(api);
+export function registerOperatorSurfaces(api, native, lib) {
+  registerCommands(api, lib);
   // profileAccess stays "required" (the default): it reads the live layer.
-  api.registerGatewayMethod?.('claw-identity.status', ({ respond }) => respond(true, statusOf(native)), { scope: 'operator.read' });
-  api.registerSecurityAuditCollector?.((ctx) => JSON.parse(native.opsAudit(ctx.configPath)));
+  api.registerGatewayMethod?.('claw-identity.status', ({ respond }) => respond(true, statusOf(native, lib.version)), { scope: 'operator.read' });
+  api.registerSecurityAuditCollector?.((ctx) => native.opsAudit(ctx.configPath));
 }
 
 /**

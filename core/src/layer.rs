@@ -9,12 +9,12 @@ use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 use sha2::{Digest, Sha256};
 
-use crate::engine::{Decision, Engine, MapView, TokenStatus};
-use crate::log::{Level, Log};
+use crate::engine::Engine;
+use crate::log::{Level, LineBuf, Log};
 use crate::options::Options;
 use crate::redact::results::{Redactor, DEFAULT_GRACE};
 use crate::redact::Shown;
-use crate::rules::{ToolCall, Verdict};
+use crate::rules::{Decision, MapView, TokenStatus, ToolCall, Verdict};
 use crate::token_map::{self, GateOptions, MapError, MapErrorKind, TokenMap};
 use crate::watcher::{Trigger, WatchConfig, Watcher};
 
@@ -106,12 +106,23 @@ impl Layer {
     /// Loads the map once (a failure is logged, not returned: the map may
     /// appear later); `watch` then keeps it live.
     pub fn load(opts: Options, log: Log) -> Layer {
+        Layer::load_after(opts, log, None)
+    }
+
+    /// As `load`, for a layer that replaces `previous` (the plugin's options
+    /// changed): it starts from the map `previous` has in force, and that
+    /// map's tokens stay redacted, so a bad map on disk at that moment costs
+    /// nothing, as a bad reload does.
+    pub fn load_after(opts: Options, log: Log, previous: Option<&Layer>) -> Layer {
         let gate = opts.gate();
+        let start = previous
+            .map(|p| p.shared.snapshot.load_full())
+            .unwrap_or_default();
         let shared = Arc::new(Shared {
             engine: Engine::new(opts),
             log,
             gate,
-            snapshot: ArcSwap::from_pointee(Snapshot::default()),
+            snapshot: ArcSwap::new(start),
             reload: Mutex::new(ReloadState::default()),
             stale: AtomicBool::new(false),
             counters: Counters::default(),
@@ -194,26 +205,46 @@ impl Layer {
         &self.shared.engine
     }
 
-    /// Decides one call, logs it and counts it; `f` sees the decision while
-    /// the snapshot it borrows from is pinned.
-    pub fn decide<R>(&self, call: &ToolCall<'_>, f: impl FnOnce(&Decision<'_>) -> R) -> R {
+    /// What the rules learn from OpenClaw's config: the agents' workspaces
+    /// and sandboxes (`map-access`). The plugin calls this with the
+    /// gateway's config, `explain` with the file it is given.
+    pub fn use_openclaw_config(
+        &self,
+        config: &crate::ops::config::OpenClawConfig,
+        plugin_dirs: &[std::path::PathBuf],
+        workspaces: &[(String, std::path::PathBuf)],
+    ) {
+        let mut table = config.agent_fs();
+        // OpenClaw's own answer, where the plugin has it, replaces every
+        // workspace it might have been.
+        for (id, w) in workspaces {
+            if let Some(a) = table.agents.get_mut(&id.to_lowercase()) {
+                a.workspaces = vec![w.clone()];
+            }
+        }
+        let mut files = config.files(&table);
+        files.plugin_dirs = plugin_dirs.to_vec();
+        self.shared.engine.set_openclaw_facts(table, &files);
+    }
+
+    /// `f` on the map in force, pinned while `f` runs (a reload meanwhile
+    /// swaps in a new one for later calls).
+    pub fn with_view<R>(&self, f: impl FnOnce(&MapView<'_>) -> R) -> R {
         let s = &*self.shared;
         let snap = s.snapshot.load();
         let view = MapView {
             map: &snap.map,
+            generation: s.counters.reloads.load(Ordering::Relaxed),
             loaded: snap.loaded,
             stale: s.stale.load(Ordering::Relaxed),
             redactor: Some(&snap.redactor),
         };
-        let d = s.engine.decide(call, &view);
-        s.account(call, &d);
-        f(&d)
+        f(&view)
     }
 
-    /// Counts and logs a decision made outside `decide` (a guarded call whose
-    /// params could not be read).
-    pub fn account(&self, call: &ToolCall<'_>, d: &Decision<'_>) {
-        self.shared.account(call, d);
+    /// Counts one decision; its per-call log line, if it has one.
+    pub fn account(&self, call: &ToolCall<'_>, d: &Decision<'_>) -> Option<LineBuf> {
+        self.shared.account(call, d)
     }
 
     /// A call to a tool no rule concerns: passed, counted, not logged.
@@ -291,9 +322,9 @@ impl Drop for Layer {
 }
 
 impl Shared {
-    fn account(&self, call: &ToolCall<'_>, d: &Decision<'_>) {
-        if d.need_lineage.is_some() {
-            return; // not a decision yet: the call is decided again (and counted) once the lineage is known
+    fn account(&self, call: &ToolCall<'_>, d: &Decision<'_>) -> Option<LineBuf> {
+        if d.need_session.is_some() {
+            return None; // not a decision yet: the call is decided again (and counted) once the session is known
         }
         let c = &self.counters;
         match d.token {
@@ -306,52 +337,39 @@ impl Shared {
             TokenStatus::NotOwned => {}
         }
         match &d.verdict {
+            // A patch that only takes the model's values out sets nothing: passed.
+            Verdict::Rewrite(p) if !p.sets_anything() => c.passed.fetch_add(1, Ordering::Relaxed),
             Verdict::Pass => c.passed.fetch_add(1, Ordering::Relaxed),
             Verdict::Rewrite(_) => c.rewritten.fetch_add(1, Ordering::Relaxed),
             Verdict::Block(_) | Verdict::RequireApproval { .. } => {
                 c.blocked.fetch_add(1, Ordering::Relaxed)
             }
         };
-        if !self.log.enabled()
-            || (d.token == TokenStatus::NotOwned
-                && matches!(d.verdict, Verdict::Pass | Verdict::Rewrite(_)))
-        {
-            return;
-        }
-        if matches!(d.token, TokenStatus::Injected(_)) && !self.log.info_enabled() {
-            return;
-        }
-        // The per-call lines: `Log::line` and `Shown` format them once, without allocating on the way.
+        // The per-call line: formatted once, on the stack (`Shown` and
+        // `LineBuf` allocate nothing on the way).
         let agent = Shown(call.agent_id.unwrap_or("<none>"));
-        match d.token {
-            TokenStatus::Injected(_) => self.log.line(
+        let tool = Shown(call.tool);
+        match (d.token, &d.verdict) {
+            (TokenStatus::Injected(_), _) => self.log.line(
                 Level::Info,
-                format_args!(
-                    "before_tool_call tool={} agent={agent} token-status=ok",
-                    Shown(call.tool)
-                ),
+                format_args!("before_tool_call tool={tool} agent={agent} token-status=ok"),
             ),
-            TokenStatus::Missing(why) => self.log.line(
+            (TokenStatus::Missing(why), v) => self.log.line(
                 Level::Warn,
                 format_args!(
-                    "before_tool_call tool={} agent={agent} token-status=missing ({why:?}){}",
-                    Shown(call.tool),
-                    if matches!(d.verdict, Verdict::Block(_)) {
+                    "before_tool_call tool={tool} agent={agent} token-status=missing ({why:?}){}",
+                    if matches!(v, Verdict::Block(_)) {
                         "; blocked"
                     } else {
-                        "; passed unchanged"
+                        "; passed without a token"
                     }
                 ),
             ),
-            TokenStatus::NotOwned => {}
-        }
-        if let (Verdict::Block(reason), false) =
-            (&d.verdict, matches!(d.token, TokenStatus::Missing(_)))
-        {
-            self.log.line(
+            (TokenStatus::NotOwned, Verdict::Block(reason)) => self.log.line(
                 Level::Warn,
-                format_args!("blocked tool={} agent={agent}: {reason}", Shown(call.tool)),
-            );
+                format_args!("blocked tool={tool} agent={agent}: {reason}"),
+            ),
+            (TokenStatus::NotOwned, _) => None,
         }
     }
 

@@ -23,6 +23,26 @@ pub use std::os::unix::ffi::OsStrExt;
 #[cfg(target_os = "wasi")]
 pub use std::os::wasi::ffi::OsStrExt;
 
+/// The home directory `~` stands for, as Node's `os.homedir()` (which
+/// OpenClaw's `resolveUserPath` falls back to) finds it: `HOME` when it is
+/// set and not empty, else the password database's entry of the effective
+/// user.
+pub fn home() -> Option<std::path::PathBuf> {
+    match env_var("HOME").filter(|h| !h.is_empty()) {
+        Some(h) => Some(h.into()),
+        None => passwd_home(),
+    }
+}
+
+/// Bytes as an OS string (file names are bytes on Unix and WASI).
+pub fn os_string(bytes: Vec<u8>) -> std::ffi::OsString {
+    #[cfg(unix)]
+    use std::os::unix::ffi::OsStringExt;
+    #[cfg(target_os = "wasi")]
+    use std::os::wasi::ffi::OsStringExt;
+    std::ffi::OsString::from_vec(bytes)
+}
+
 /// A file's identity and what changes when it is written, replaced or
 /// chmod-ed (its ctime).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,6 +102,56 @@ pub fn stat(path: &Path) -> io::Result<FileStat> {
     Ok(from_libc(unsafe { &st.assume_init() }))
 }
 
+/// What the kernel opens for `path`: its real path (every symlink resolved)
+/// and its identity. On Linux, one `open(O_PATH)` and a `readlink` of its
+/// `/proc/self/fd` entry, whatever the path's depth: four system calls where
+/// `realpath(3)` makes one per component (the map guard runs on every file
+/// tool call, BENCHMARKS.md). Elsewhere, `canonicalize` and `stat`.
+pub fn real_path(path: &Path) -> io::Result<(std::path::PathBuf, FileStat)> {
+    #[cfg(target_os = "linux")]
+    {
+        let c = path_cstr(path)?;
+        // SAFETY: a NUL-terminated path; the descriptor is closed below.
+        let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is a fresh descriptor that nothing else owns.
+        let file = unsafe { File::from_raw_fd(fd) };
+        let st = fstat(&file)?;
+        if let Ok(real) = std::fs::read_link(format!("/proc/self/fd/{fd}")) {
+            if real.is_absolute() {
+                return Ok((real, st));
+            }
+        }
+        // No /proc (a container without it): the slow way, then check it is
+        // still the same file.
+        let real = canonicalize(path)?;
+        let again = stat(&real)?;
+        if (again.dev, again.ino) != (st.dev, st.ino) {
+            return Err(io::Error::new(
+                io::ErrorKind::Interrupted,
+                "it changed while it was resolved",
+            ));
+        }
+        Ok((real, st))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let real = canonicalize(path)?;
+        let st = stat(&real)?;
+        Ok((real, st))
+    }
+}
+
+/// The target of `path` when it is a symlink (dangling or not).
+pub fn link_target(path: &Path) -> Option<std::path::PathBuf> {
+    std::fs::symlink_metadata(path)
+        .ok()
+        .filter(|m| m.file_type().is_symlink())
+        .and_then(|_| std::fs::read_link(path).ok())
+}
+
 /// `fstat(2)` of an open file.
 pub fn fstat(file: &File) -> io::Result<FileStat> {
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
@@ -139,6 +209,32 @@ mod imp {
 
     pub fn env_var(name: &str) -> Option<std::ffi::OsString> {
         std::env::var_os(name)
+    }
+
+    /// The password database's home of the effective user, as libuv's
+    /// `uv_os_homedir` falls back to when `HOME` is unset.
+    pub fn passwd_home() -> Option<std::path::PathBuf> {
+        let mut buf = vec![0u8; 4096];
+        // SAFETY: a zeroed passwd is a valid out-parameter; getpwuid_r writes
+        // at most `buf.len()` bytes into `buf`, which outlives `pw`'s strings.
+        unsafe {
+            let mut pw: libc::passwd = std::mem::zeroed();
+            let mut out: *mut libc::passwd = std::ptr::null_mut();
+            let rc = libc::getpwuid_r(
+                libc::geteuid(),
+                &mut pw,
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                &mut out,
+            );
+            if rc != 0 || out.is_null() || pw.pw_dir.is_null() {
+                return None;
+            }
+            let dir = std::ffi::CStr::from_ptr(pw.pw_dir);
+            Some(std::path::PathBuf::from(std::ffi::OsStr::from_bytes(
+                dir.to_bytes(),
+            )))
+        }
     }
 
     pub fn owner_of(file: &File, _path: &Path) -> io::Result<Owner> {
@@ -220,6 +316,11 @@ mod imp {
     /// (`process.env.HOME = ...` shows, as it does to the native build).
     pub fn env_var(name: &str) -> Option<std::ffi::OsString> {
         host(|h| h.env_var(name)).ok().flatten().map(Into::into)
+    }
+
+    /// Node's `os.homedir()` with `HOME` unset: the password database's.
+    pub fn passwd_home() -> Option<std::path::PathBuf> {
+        host(|h| h.homedir()).ok().flatten().map(Into::into)
     }
 
     pub fn owner_of(file: &File, path: &Path) -> io::Result<Owner> {
@@ -310,4 +411,6 @@ pub trait Host {
     fn mkdir_private(&self, dir: &Path) -> io::Result<()>;
     /// The path with every symlink resolved, as realpath(3).
     fn realpath(&self, path: &Path) -> io::Result<std::path::PathBuf>;
+    /// Node's `os.homedir()`.
+    fn homedir(&self) -> io::Result<Option<String>>;
 }

@@ -13,12 +13,14 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::config::{self, OpenClawConfig};
-use crate::engine::{Engine, MapView, TokenStatus};
-use crate::options::OnMissingToken;
+use crate::layer::Layer;
+use crate::log::Log;
+use crate::options::Options;
+use crate::pipeline::{self, Host, SessionEntry};
 use crate::redact::{self, shown};
 use crate::rules::auth_token::Missing;
-use crate::rules::{Params, ToolCall, Verdict};
-use crate::token_map::{self, is_token, TokenMap};
+use crate::rules::{Decision, Params, TokenStatus, ToolCall, Verdict};
+use crate::token_map::is_token;
 
 pub struct ExplainArgs<'a> {
     pub map: Option<&'a str>,
@@ -110,57 +112,101 @@ fn prefixes(list: &[String]) -> String {
     }
 }
 
+/// A session store that knows nothing, and notes what the pipeline asked it.
+struct Unknown(std::cell::RefCell<Vec<String>>);
+
+impl Host for Unknown {
+    fn session(&self, _: &str, session_key: &str) -> Result<Option<SessionEntry>, String> {
+        self.0.borrow_mut().push(format!(
+            "the entry of session {} (who spawned it, its cwd) is in OpenClaw's session store, which explain cannot read; explained as if it had none",
+            shown(session_key)
+        ));
+        Ok(None)
+    }
+}
+
 /// Explains one call. Fails only when the plugin could not run with this
 /// config at all (unreadable config, invalid options).
+///
+/// The layer is the plugin's own (`Layer::load`: the gate, the parser, the
+/// redactor, and the workspace table from the same config), and the call
+/// goes through `pipeline::decide`, the very function the hook calls, with
+/// the params the hook would read.
 pub fn run(args: &ExplainArgs<'_>) -> Result<Explanation, String> {
     let config = args.config.map(OpenClawConfig::load).transpose()?;
     let opts = config::plugin_options(config.as_ref(), args.map)
         .map_err(|e| format!("the plugin's options are invalid: {e}"))?;
-    let engine = Engine::new(opts);
-    let opts = engine.options();
-    let gate = opts.gate();
-    let loaded =
-        token_map::read_map(&opts.token_map_path, &gate).and_then(|f| token_map::parse(&f.bytes));
-    let (map, error) = match loaded {
-        Ok(p) => (p.map, None),
-        Err(e) => (TokenMap::default(), Some(e.message)),
+    let layer = Layer::load(opts, Log::silent());
+    if let Some(c) = &config {
+        layer.use_openclaw_config(c, &[], &[]);
+    }
+    let stats = layer.stats();
+    let opts = layer.engine().options();
+    let error = if stats.loaded {
+        None
+    } else {
+        stats.last_error.clone()
     };
 
-    // The hook hands params only to rules that read them; so do we.
-    let no_params = Params::new();
+    // The bridge reads only the params the call's route declares; so do we.
+    let route = layer.engine().route(args.tool);
+    let params: Params = args
+        .params
+        .iter()
+        .filter(|(k, _)| {
+            route.is_some_and(|r| r.reads.contains(&k.as_str()) || r.scans.contains(&k.as_str()))
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     let call = ToolCall {
         tool: args.tool,
         agent_id: args.agent,
         session_key: args.session_key,
-        params: if engine.needs_params(args.tool) {
-            args.params
-        } else {
-            &no_params
+        params: &params,
+        derived_paths: &[],
+    };
+    let sessions = Unknown(Default::default());
+    let explained = pipeline::decide(&layer, &call, &sessions, |d, _| explain(args, opts, d));
+    let (token, decision, rule, why, sets, clears, reason, approval, ensures_session) = explained;
+    let ok = decision != "block" && token.status != "missing";
+    Ok(Explanation {
+        tool: shown(args.tool),
+        agent: args.agent.map(shown),
+        session_key: args.session_key.map(shown),
+        map: MapState {
+            path: opts.token_map_path.display().to_string(),
+            loaded: stats.loaded,
+            agents: stats.agents as usize,
+            error,
         },
-    };
-    let view = MapView {
-        map: &map,
-        loaded: error.is_none(),
-        stale: false,
-        redactor: None,
-    };
-    let mut d = engine.decide(&call, &view);
-    let mut notes = Vec::new();
-    // A sub-agent's conversation is its spawner's, recorded in OpenClaw's
-    // session store, which only the gateway can read: decide as the plugin
-    // does when the store records none.
-    for _ in 0..16 {
-        let Some(s) = d.need_lineage.take() else {
-            break;
-        };
-        engine.note_spawn(&s.session_key, None);
-        notes.push(format!(
-            "the spawner of sub-agent session {} is in OpenClaw's session store, which explain cannot read; explained as if none were recorded",
-            shown(&s.session_key)
-        ));
-        d = engine.decide(&call, &view);
-    }
+        token,
+        decision,
+        rule,
+        why,
+        sets,
+        clears,
+        reason,
+        approval,
+        ensures_session,
+        notes: sessions.0.into_inner(),
+        ok,
+    })
+}
 
+type Explained = (
+    TokenInfo,
+    &'static str,
+    Option<&'static str>,
+    String,
+    Vec<SetParam>,
+    Vec<String>,
+    Option<String>,
+    Option<Approval>,
+    Option<String>,
+);
+
+/// The report's view of one decision.
+fn explain(args: &ExplainArgs<'_>, opts: &Options, d: &Decision<'_>) -> Explained {
     let agent = args.agent.map(shown);
     let agent_q = format!("agent \"{}\"", agent.as_deref().unwrap_or(""));
     let token = match d.token {
@@ -192,49 +238,47 @@ pub fn run(args: &ExplainArgs<'_>) -> Result<Explanation, String> {
             },
         },
     };
-    let mut sets = Vec::new();
-    let mut reason = None;
-    let mut approval = None;
-    // As the hook: only a param the call holds is taken out.
-    let clears: Vec<String> = d
-        .clear
+    let (set, cleared) = d.patch().map(|p| p.entries(opts)).unwrap_or_default();
+    let sets: Vec<SetParam> = set
+        .iter()
+        .map(|(k, v)| SetParam {
+            param: shown(k),
+            value: shown_value(v),
+        })
+        .collect();
+    // As the hook: only a param the call holds needs taking out.
+    let clears: Vec<String> = cleared
         .iter()
         .filter(|k| args.params.contains_key(k.as_str()))
         .map(|k| shown(k))
         .collect();
+    let mut reason = None;
+    let mut approval = None;
     let (decision, why) = match &d.verdict {
-        Verdict::Pass if matches!(d.token, TokenStatus::Missing(_)) => {
-            debug_assert_eq!(opts.on_missing_token, OnMissingToken::Pass);
-            (
-                if clears.is_empty() { "pass" } else { "rewrite" },
-                format!(
-                    "onMissingToken is \"pass\", so the call runs without a token: any {} the model wrote is taken out, and the server will refuse the call",
-                    opts.token_param
-                ),
-            )
-        }
-        Verdict::Pass if !clears.is_empty() => (
-            "rewrite",
-            "no rule sets a param, but the call runs without the params below that the model wrote"
-                .into(),
+        _ if matches!(d.token, TokenStatus::Missing(_)) && !d.is_block() => (
+            if clears.is_empty() && sets.is_empty() { "pass" } else { "rewrite" },
+            format!(
+                "onMissingToken is \"pass\", so the call runs without a token: any {} the model wrote is taken out, and the server will refuse the call",
+                opts.token_param
+            ),
         ),
         Verdict::Pass => (
             "pass",
             "no rule changes this call; it runs as the model wrote it".into(),
         ),
-        Verdict::Rewrite(patch) => {
-            sets = patch
-                .iter()
-                .map(|(k, v)| SetParam {
-                    param: shown(k),
-                    value: shown_value(v),
-                })
-                .collect();
-            (
-                "rewrite",
-                "the rule sets these params before the call runs, whatever the model wrote".into(),
-            )
-        }
+        Verdict::Rewrite(_) if sets.is_empty() && clears.is_empty() => (
+            "pass",
+            "no rule changes this call; it runs as the model wrote it".into(),
+        ),
+        Verdict::Rewrite(_) if sets.is_empty() => (
+            "rewrite",
+            "no rule sets a param, but the call runs without the params below that the model wrote"
+                .into(),
+        ),
+        Verdict::Rewrite(_) => (
+            "rewrite",
+            "the rule sets these params before the call runs, whatever the model wrote".into(),
+        ),
         // The engine scrubbed the reason and the approval already, as it does for the hook.
         Verdict::Block(r) => {
             reason = Some(r.clone());
@@ -243,15 +287,9 @@ pub fn run(args: &ExplainArgs<'_>) -> Result<Explanation, String> {
                 "the call is not run; the model sees the reason below".into(),
             )
         }
-        Verdict::RequireApproval { title, description } => {
-            sets = d
-                .approval_patch
-                .iter()
-                .map(|(k, v)| SetParam {
-                    param: shown(k),
-                    value: shown_value(v),
-                })
-                .collect();
+        Verdict::RequireApproval {
+            title, description, ..
+        } => {
             approval = Some(Approval {
                 title: title.clone(),
                 description: description.clone(),
@@ -262,32 +300,13 @@ pub fn run(args: &ExplainArgs<'_>) -> Result<Explanation, String> {
             )
         }
     };
-    let ok = decision != "block" && token.status != "missing";
-    Ok(Explanation {
-        tool: shown(args.tool),
-        agent,
-        session_key: args.session_key.map(shown),
-        map: MapState {
-            path: opts.token_map_path.display().to_string(),
-            loaded: error.is_none(),
-            agents: map.len(),
-            error,
-        },
-        token,
-        decision,
-        rule: d.rule,
-        why,
-        sets,
-        clears,
-        reason,
-        approval,
-        ensures_session: d
-            .ensure_session
-            .as_ref()
-            .map(|e| shown(&e.session.session_key)),
-        notes,
-        ok,
-    })
+    let ensures = d
+        .ensure_session
+        .as_ref()
+        .map(|e| shown(&e.session.session_key));
+    (
+        token, decision, d.rule, why, sets, clears, reason, approval, ensures,
+    )
 }
 
 impl Explanation {
@@ -513,7 +532,7 @@ mod tests {
         );
         assert_eq!(e.decision, "rewrite");
         assert_eq!(e.notes.len(), 1);
-        assert!(e.render().contains("  note      the spawner of sub-agent session agent:paco--francis:subagent:1 is in OpenClaw's session store"));
+        assert!(e.render().contains("  note      the entry of session agent:paco--francis:subagent:1 (who spawned it, its cwd) is in OpenClaw's session store"));
     }
 
     #[test]

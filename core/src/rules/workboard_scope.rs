@@ -15,7 +15,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::agent_ids::{js_trim, normalize_agent_id, user_prefix};
-use super::Params;
+use super::{Context, Decision, Params, Patch, ToolCall};
+use crate::route::Route;
 
 pub const RULE_ID: &str = "workboard-scope";
 pub const DEFAULT_BOARD_PREFIX: &str = "wb_";
@@ -42,8 +43,45 @@ pub const BOARD_ADMIN_TOOLS: [&str; 2] = ["workboard_board_archive", "workboard_
 /// Lists every board's id and counts; takes no params to scope it with.
 pub const BOARDS_TOOL: &str = "workboard_boards";
 
+/// Every Workboard tool this rule scopes.
+pub const TOOLS: [&str; 13] = [
+    BOARD_TOOLS[0],
+    BOARD_TOOLS[1],
+    BOARD_TOOLS[2],
+    BOARD_TOOLS[3],
+    BOARD_TOOLS[4],
+    BOARD_TOOLS[5],
+    BOARD_TOOLS[6],
+    BOARD_TOOLS[7],
+    DECOMPOSE_TOOL,
+    BOARD_CREATE_TOOL,
+    BOARD_ADMIN_TOOLS[0],
+    BOARD_ADMIN_TOOLS[1],
+    BOARDS_TOOL,
+];
+
 /// The top-level params this rule reads.
-pub const PARAMS: &[&str] = &["boardId", "children", "id"];
+pub const READS: &[&str] = &["boardId", "children", "id"];
+
+/// The rule's decision for a Workboard call.
+pub fn decide<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decision<'a> {
+    match evaluate(
+        &cx.opts.rules.workboard_scope,
+        call.tool,
+        call.agent_id,
+        call.params,
+    ) {
+        Scope::Set(params) => Decision::rewrite(
+            RULE_ID,
+            Patch {
+                params,
+                ..Patch::default()
+            },
+        ),
+        Scope::Refuse(reason) => Decision::block(RULE_ID, reason),
+        Scope::Leave => Decision::pass(),
+    }
+}
 
 /// Workboard's board id grammar: `^[a-z0-9][a-z0-9._-]{0,79}$`.
 fn is_board_id(id: &str) -> bool {
@@ -98,19 +136,11 @@ impl WorkboardScopeConfig {
     }
 }
 
-pub fn is_workboard_tool(tool: &str) -> bool {
-    tool == DECOMPOSE_TOOL
-        || tool == BOARD_CREATE_TOOL
-        || tool == BOARDS_TOOL
-        || BOARD_TOOLS.contains(&tool)
-        || BOARD_ADMIN_TOOLS.contains(&tool)
-}
-
 /// What to do with a Workboard call.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Scope {
     Leave,
-    Set(Vec<(String, Value)>),
+    Set(Vec<(&'static str, Value)>),
     Refuse(String),
 }
 
@@ -132,10 +162,10 @@ pub fn evaluate(
         return Scope::Leave;
     };
     if BOARD_TOOLS.contains(&tool) {
-        return Scope::Set(vec![("boardId".to_owned(), Value::String(board))]);
+        return Scope::Set(vec![("boardId", Value::String(board))]);
     }
     if tool == BOARD_CREATE_TOOL {
-        return Scope::Set(vec![("id".to_owned(), Value::String(board))]);
+        return Scope::Set(vec![("id", Value::String(board))]);
     }
     if BOARD_ADMIN_TOOLS.contains(&tool) {
         return match board_param(params, "id") {
@@ -167,7 +197,7 @@ pub fn evaluate(
             other => other.clone(),
         })
         .collect();
-    Scope::Set(vec![("children".to_owned(), Value::Array(scoped))])
+    Scope::Set(vec![("children", Value::Array(scoped))])
 }
 
 #[cfg(test)]
@@ -193,7 +223,7 @@ mod tests {
             ] {
                 assert_eq!(
                     evaluate(&cfg(), tool, Some("paco--francis"), &params(p)),
-                    Scope::Set(vec![("boardId".into(), json!("wb_paco"))]),
+                    Scope::Set(vec![("boardId", json!("wb_paco"))]),
                     "{tool}"
                 );
             }
@@ -214,7 +244,7 @@ mod tests {
         assert_eq!(
             got,
             Scope::Set(vec![(
-                "children".into(),
+                "children",
                 json!([
                     {"title": "a", "boardId": "wb_paco", "agentId": "paco--dali"},
                     {"title": "b", "boardId": "wb_paco"},
@@ -259,7 +289,7 @@ mod tests {
                 Some("paco--x"),
                 &p(json!({"id": "wb_pepito", "name": "n"}))
             ),
-            Scope::Set(vec![("id".into(), json!("wb_paco"))])
+            Scope::Set(vec![("id", json!("wb_paco"))])
         );
         for tool in BOARD_ADMIN_TOOLS {
             for id in [json!("wb_pepito"), json!("default"), json!(3)] {
@@ -301,7 +331,7 @@ mod tests {
             "workboard_notify_advance",
             "exec",
         ] {
-            assert!(!is_workboard_tool(tool));
+            assert!(!TOOLS.contains(&tool));
             assert_eq!(
                 evaluate(&cfg(), tool, Some("paco--x"), &params(json!({"id": "c"}))),
                 Scope::Leave
@@ -340,7 +370,7 @@ mod tests {
         };
         let mut after = p.clone();
         for (k, v) in &first {
-            after.insert(k.clone(), v.clone());
+            after.insert((*k).to_owned(), v.clone());
         }
         assert_eq!(
             evaluate(&cfg(), DECOMPOSE_TOOL, Some("paco--f"), &after),

@@ -6,7 +6,8 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use crate::rules::map_access::{AgentFs, AgentFsTable};
+use crate::rules::layer_controls::OpenClawFiles;
+use crate::rules::map_access::{AgentFs, AgentFsTable, DefaultFs};
 
 use serde_json::{Map, Value};
 
@@ -344,17 +345,22 @@ pub fn plugin_options(
 }
 
 impl OpenClawConfig {
-    /// What the `map-access` rule needs of each agent, since the hook's ctx
-    /// has neither: the directories OpenClaw resolves a relative path
-    /// against (the run's `cwd`, the workspace: `agents.*.workspace`, else
-    /// `agents.defaults.workspace/<id>`, else `<stateDir>/workspace-<id>`),
-    /// and whether every session runs in the sandbox (`sandbox.mode: "all"`).
-    pub fn agent_fs(&self, state_dir: &Path, home: Option<&Path>) -> AgentFsTable {
+    /// What `map-access` needs of each agent, since the hook's ctx has
+    /// neither: the directory its tools run in (`agents.*.cwd`) and its
+    /// workspace, as `resolveAgentWorkspaceDir` (`agent-scope-config-*.mjs`)
+    /// picks it: its own `workspace`; for the owner agent (the `default:
+    /// true` one, or the only one), `agents.defaults.workspace` itself or
+    /// the environment's default; for the others `<defaults.workspace>/<id>`
+    /// or `<stateDir>/workspace-<id>`. Which agent is the owner is state
+    /// OpenClaw keeps to itself, so both are taken. Also whether every
+    /// session runs in the sandbox (`sandbox.mode: "all"`).
+    pub fn agent_fs(&self) -> AgentFsTable {
         let defaults = object(object(self.root.get("agents")).and_then(|a| a.get("defaults")));
         let text = |m: Option<&Map<String, Value>>, k: &str| {
             m.and_then(|m| m.get(k))
                 .and_then(Value::as_str)
-                .map(|p| expand(p, home))
+                .filter(|p| !crate::paths::js_trim(p).is_empty())
+                .map(crate::paths::resolve_user_path)
         };
         let mode = |m: Option<&Map<String, Value>>| {
             object(m.and_then(|m| m.get("sandbox")))
@@ -363,32 +369,113 @@ impl OpenClawConfig {
                 .map(str::to_owned)
         };
         let default_mode = mode(defaults).unwrap_or_else(|| "off".into());
+        let state_dir = crate::paths::state_dir();
+        let default = DefaultFs {
+            cwd: text(defaults, "cwd"),
+            sandboxed: default_mode == "all",
+            defaults_workspace: text(defaults, "workspace"),
+            env_workspaces: env_workspaces(&state_dir),
+            state_dir,
+        };
         let mut table = AgentFsTable {
-            default: AgentFs {
-                roots: Vec::new(),
-                sandboxed: default_mode == "all",
-            },
+            default,
             ..Default::default()
         };
         for (id, entry) in self.agent_entries() {
-            let cwd = text(Some(&entry), "cwd").or_else(|| text(defaults, "cwd"));
-            let workspace = text(Some(&entry), "workspace")
-                .or_else(|| text(defaults, "workspace").map(|w| w.join(&id)))
-                .unwrap_or_else(|| state_dir.join(format!("workspace-{id}")));
-            let roots = cwd.into_iter().chain(std::iter::once(workspace)).collect();
+            let cwd = text(Some(&entry), "cwd").or_else(|| table.default.cwd.clone());
+            let workspaces = match text(Some(&entry), "workspace") {
+                Some(w) => vec![w],
+                None => table.default.workspaces_of(&id),
+            };
             let sandboxed = mode(Some(&entry)).unwrap_or_else(|| default_mode.clone()) == "all";
-            table.agents.insert(id, AgentFs { roots, sandboxed });
+            table.agents.insert(
+                id,
+                AgentFs {
+                    cwd,
+                    workspaces,
+                    sandboxed,
+                },
+            );
         }
         table
     }
+
+    /// OpenClaw's files this config names: its `$include`s (read from the
+    /// config file on disk, where they still are), `plugins.load.paths`, and
+    /// every workspace an agent may have.
+    pub fn files(&self, table: &AgentFsTable) -> OpenClawFiles {
+        let mut includes = Vec::new();
+        let on_disk = crate::paths::config_path();
+        include_files(&on_disk, 0, &mut includes);
+        let load_paths = strings(
+            object(self.plugins().and_then(|p| p.get("load"))).and_then(|l| l.get("paths")),
+        )
+        .unwrap_or_default()
+        .iter()
+        .map(|p| crate::paths::resolve_user_path(p))
+        .collect();
+        let mut workspaces: Vec<PathBuf> = table
+            .agents
+            .values()
+            .flat_map(|a| a.workspaces.iter().cloned())
+            .collect();
+        workspaces.extend(table.default.defaults_workspace.iter().cloned());
+        workspaces.extend(table.default.env_workspaces.iter().cloned());
+        workspaces.sort();
+        workspaces.dedup();
+        OpenClawFiles {
+            includes,
+            load_paths,
+            workspaces,
+            plugin_dirs: Vec::new(),
+        }
+    }
 }
 
-/// `~` and `~/…` as OpenClaw expands them (the gateway's home).
-fn expand(p: &str, home: Option<&Path>) -> PathBuf {
-    match (p.strip_prefix('~'), home) {
-        (Some(""), Some(h)) => h.to_path_buf(),
-        (Some(rest), Some(h)) if rest.starts_with('/') => h.join(&rest[1..]),
-        _ => PathBuf::from(p),
+/// The owner agent's workspace when `agents.defaults.workspace` is unset
+/// (`resolveDefaultAgentWorkspaceDir`, `workspace-default-*.mjs`):
+/// `OPENCLAW_WORKSPACE_DIR` (resolved, no `~`), else
+/// `<stateDir>/workspace`, else the profile's or `~/.openclaw/workspace`.
+fn env_workspaces(state_dir: &Path) -> Vec<PathBuf> {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let mut out = Vec::new();
+    if let Some(w) = crate::sys::env_var("OPENCLAW_WORKSPACE_DIR")
+        .and_then(|w| w.to_str().map(|w| crate::paths::js_trim(w).to_owned()))
+        .filter(|w| !w.is_empty())
+    {
+        out.push(crate::paths::resolve(&cwd, Path::new(&w)));
+    }
+    out.push(state_dir.join("workspace"));
+    let home = crate::paths::effective_home().unwrap_or_else(|| PathBuf::from("/"));
+    if let Some(p) = crate::sys::env_var("OPENCLAW_PROFILE")
+        .and_then(|p| p.to_str().map(|p| crate::paths::js_trim(p).to_owned()))
+        .filter(|p| !p.is_empty() && !p.eq_ignore_ascii_case("default"))
+    {
+        out.push(home.join(format!(".openclaw-{p}")).join("workspace"));
+    }
+    out.push(home.join(".openclaw").join("workspace"));
+    out.dedup();
+    out
+}
+
+/// `path`'s `$include`s and theirs, to OpenClaw's depth limit (10).
+fn include_files(path: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+    if depth > 10 {
+        return;
+    }
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return;
+    };
+    let Ok(value) = json5::from_str::<Value>(&text) else {
+        return;
+    };
+    let mut found = Vec::new();
+    crate::rules::layer_controls::includes_of(&value, path, &mut found);
+    for f in found {
+        if !out.contains(&f) {
+            out.push(f.clone());
+            include_files(&f, depth + 1, out);
+        }
     }
 }
 

@@ -1,7 +1,11 @@
 //! Rule `auth-token`: an owned tool (its name starts with a configured prefix)
 //! gets the calling agent's token from the map, whatever the model wrote.
 
-use super::ToolCall;
+use super::conversation_id::{self, Origin};
+use super::{Context, Decision, Patch, Slot, TokenStatus, ToolCall, Verdict};
+use crate::options::OnMissingToken;
+use crate::redact::shown;
+use crate::route::Route;
 use crate::token_map::{Token, TokenMap};
 
 pub const RULE_ID: &str = "auth-token";
@@ -56,6 +60,76 @@ pub fn evaluate<'m>(
     }
 }
 
+/// The owned tools' rule: the caller's token (this rule), then its
+/// originating conversation (rule `conversation-id`). Under
+/// `onMissingToken: "pass"` an agent without a token runs the call without
+/// one, never with whatever the model wrote; an unknown conversation is
+/// taken out the same way. Allocates nothing in the common case: the token
+/// and the conversation (the caller's session key) are borrowed.
+pub fn decide<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decision<'a> {
+    let opts = cx.opts;
+    let view = cx.view;
+    let mut patch = Patch::default();
+    let token = match evaluate(call, &opts.tool_prefixes, view.map, view.loaded, view.stale) {
+        Outcome::NotOwned => return Decision::pass(),
+        Outcome::Inject(t) => {
+            patch.token = Slot::Set(t);
+            TokenStatus::Injected(t)
+        }
+        Outcome::Missing(why) if opts.on_missing_token == OnMissingToken::Block => {
+            return Decision {
+                token: TokenStatus::Missing(why),
+                ..Decision::block(RULE_ID, missing_reason(cx, call, why))
+            };
+        }
+        Outcome::Missing(why) => {
+            patch.token = Slot::Clear;
+            TokenStatus::Missing(why)
+        }
+    };
+    let mut rule = matches!(token, TokenStatus::Injected(_)).then_some(RULE_ID);
+    if opts.rules.conversation_id.enabled {
+        match conversation_id::evaluate(call.session_key, cx.sessions) {
+            Origin::Conversation(c) => {
+                patch.conversation = Slot::Set(c);
+                rule.get_or_insert(conversation_id::RULE_ID);
+            }
+            Origin::NeedLineage(key) => {
+                return Decision {
+                    token,
+                    ..Decision::need_session(key, call.agent_id)
+                }
+            }
+            // No conversation known: the model's value must not pass for one.
+            Origin::Unknown => patch.conversation = Slot::Clear,
+        }
+    }
+    Decision {
+        token,
+        ..Decision::new(Verdict::Rewrite(patch), rule)
+    }
+}
+
+fn missing_reason(cx: &Context<'_, '_>, call: &ToolCall<'_>, why: Missing) -> String {
+    let path = cx.opts.token_map_path.display();
+    let tool = shown(call.tool);
+    match why {
+        Missing::NoAgentId => format!(
+            "{RULE_ID}: the call to {tool} has no calling agent id, so no token can be injected; do not retry it. The operator must run it from an agent listed in the token map {path}."
+        ),
+        Missing::UnknownAgent => format!(
+            "{RULE_ID}: agent \"{}\" has no token in the token map {path}, so {tool} was not called; do not retry it. Tell the user this agent is not provisioned; the operator can check with: claw-identity doctor --map {path}",
+            shown(call.agent_id.unwrap_or_default())
+        ),
+        Missing::NoMap => format!(
+            "{RULE_ID}: the token map {path} could not be loaded, so {tool} was not called; do not retry it. The operator can see why with: claw-identity doctor --map {path}"
+        ),
+        Missing::Stale => format!(
+            "{RULE_ID}: the token map {path} has been unreadable for longer than maxStaleSeconds, so {tool} was not called; do not retry it. The operator can see why with: claw-identity doctor --map {path}"
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,6 +142,7 @@ mod tests {
             agent_id: agent,
             session_key: None,
             params,
+            derived_paths: &[],
         }
     }
 

@@ -6,10 +6,15 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use serde_json::Value;
+
 use super::agent_ids::{
     normalize_agent_id, owner_of, same_user, session_key_agent, str_param, user_prefix, Owner,
 };
-use super::Params;
+use super::conversation_id::{self, Origin};
+use super::{delegation_session, spawn_redirect};
+use super::{Context, Decision, EnsureSession, Params, Patch, SessionRef, ToolCall, Verdict};
+use crate::redact::scrub;
 
 pub const RULE_ID: &str = "cross-user-send";
 
@@ -175,6 +180,166 @@ pub fn reach(cfg: &CrossUserSendConfig, caller: &str, target: &str) -> Reach {
     match cfg.grant(caller, target) {
         Some(a) => Reach::Granted(a),
         None => Reach::Denied,
+    }
+}
+
+/// Whether `caller` may reach every agent of `targets`: `Ok(None)` yes,
+/// `Ok(Some(agent))` only once the user approves (an "ask" grant for
+/// `agent`), `Err` the reason it may not. The one caller → target check of
+/// every tool this rule guards.
+pub fn check(
+    cfg: &CrossUserSendConfig,
+    tool: &str,
+    caller: &str,
+    targets: &[String],
+) -> Result<Option<String>, String> {
+    let mut ask = None;
+    for agent in targets {
+        match reach(cfg, caller, agent) {
+            Reach::SameUser | Reach::Granted(Access::Allow) => {}
+            Reach::Granted(Access::Ask) => ask = ask.or(Some(agent.clone())),
+            Reach::Denied => return Err(denied_reason(tool, caller, agent)),
+        }
+    }
+    Ok(ask)
+}
+
+/// The approval an "ask" grant needs; approved, the call runs with `then`.
+pub fn ask<'a>(tool: &str, caller: &str, target: &str, then: Patch<'a>) -> Decision<'a> {
+    let (title, description) = approval(tool, caller, target);
+    Decision::new(
+        Verdict::RequireApproval {
+            title,
+            description,
+            then,
+        },
+        Some(RULE_ID),
+    )
+}
+
+/// What to do with a call whose caller is unknown: refused while this rule
+/// is on, left alone when it is off.
+fn unknown_caller<'a>(cx: &Context<'_, 'a>, tool: &str) -> Decision<'a> {
+    if cx.opts.rules.cross_user_send.enabled {
+        Decision::block(RULE_ID, unknown_caller_reason(tool))
+    } else {
+        Decision::pass()
+    }
+}
+
+/// A target that can't be resolved: refused while this rule is on.
+fn unresolved<'a>(cx: &Context<'_, 'a>, tool: &str, why: Unresolved) -> Decision<'a> {
+    if cx.opts.rules.cross_user_send.enabled {
+        Decision::block(RULE_ID, unresolved_reason(tool, why))
+    } else {
+        Decision::pass()
+    }
+}
+
+/// `sessions_send`: this rule, then `delegation-session`, which routes a
+/// send addressed by agent into the session dedicated to (conversation ×
+/// specialist) and has it created first.
+pub fn send<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>) -> Decision<'a> {
+    let rules = &cx.opts.rules;
+    let target = match send_target(call.params) {
+        Ok(t) => t,
+        Err(why) => return unresolved(cx, call.tool, why),
+    };
+    let Some(caller) = call.agent_id.and_then(normalize_agent_id) else {
+        return unknown_caller(cx, call.tool);
+    };
+    let mut ask_for = None;
+    if rules.cross_user_send.enabled {
+        let targets: Vec<String> = std::iter::once(target.agent.clone())
+            .chain(target.also.clone())
+            .collect();
+        match check(&rules.cross_user_send, call.tool, &caller, &targets) {
+            Ok(a) => ask_for = a,
+            Err(reason) => return Decision::block(RULE_ID, reason),
+        }
+    }
+
+    let mut patch = Patch::default();
+    let mut ensure_session = None;
+    if rules.delegation_session.enabled
+        && target.agent != caller
+        && delegation_session::redirects(call.params)
+    {
+        match conversation_id::evaluate(call.session_key, cx.sessions) {
+            Origin::NeedLineage(key) => return Decision::need_session(key, Some(&caller)),
+            // No conversation known: the send goes where the model addressed it.
+            Origin::Unknown => {}
+            Origin::Conversation(c) => {
+                let key = delegation_session::delegation_key(&target.agent, &c);
+                ensure_session = Some(EnsureSession {
+                    failure_reason: scrub(&delegation_session::ensure_failed_reason(
+                        &target.agent,
+                        &key,
+                    )),
+                    session: SessionRef {
+                        agent_id: target.agent.clone(),
+                        session_key: key.clone(),
+                    },
+                });
+                patch.set("sessionKey", Value::String(key));
+            }
+        }
+    }
+
+    let mut d = match ask_for {
+        Some(agent) => ask(call.tool, &caller, &agent, patch),
+        None => Decision::rewrite(delegation_session::RULE_ID, patch),
+    };
+    d.ensure_session = ensure_session;
+    d
+}
+
+/// `sessions_spawn`: this rule, then `spawn-redirect`, which turns a spawn
+/// of another agent of the same user into the exact `sessions_send` to make.
+pub fn spawn<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>) -> Decision<'a> {
+    let rules = &cx.opts.rules;
+    let target = match spawn_target(call.params) {
+        Ok(None) => return Decision::pass(), // the caller's own worker
+        Ok(Some(t)) => t,
+        Err(why) => return unresolved(cx, call.tool, why),
+    };
+    let Some(caller) = call.agent_id.and_then(normalize_agent_id) else {
+        return unknown_caller(cx, call.tool);
+    };
+    if target == caller {
+        return Decision::pass();
+    }
+    let mut ask_for = None;
+    if rules.cross_user_send.enabled {
+        match check(
+            &rules.cross_user_send,
+            call.tool,
+            &caller,
+            std::slice::from_ref(&target),
+        ) {
+            Ok(a) => ask_for = a,
+            Err(reason) => return Decision::block(RULE_ID, reason),
+        }
+    }
+    if rules.spawn_redirect.enabled {
+        let mut key = None;
+        if rules.delegation_session.enabled {
+            match conversation_id::evaluate(call.session_key, cx.sessions) {
+                Origin::NeedLineage(k) => return Decision::need_session(k, Some(&caller)),
+                Origin::Unknown => {}
+                Origin::Conversation(c) => {
+                    key = Some(delegation_session::delegation_key(&target, &c))
+                }
+            }
+        }
+        return Decision::block(
+            spawn_redirect::RULE_ID,
+            spawn_redirect::reason(&target, key.as_deref(), call.params),
+        );
+    }
+    match ask_for {
+        Some(agent) => ask(call.tool, &caller, &agent, Patch::default()),
+        None => Decision::pass(),
     }
 }
 

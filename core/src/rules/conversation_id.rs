@@ -16,13 +16,13 @@
 //!   the model wrote it (OpenClaw gives every agent-run tool call a session
 //!   key; a call without one has no conversation to route to).
 
-use std::collections::HashMap;
+use std::borrow::Cow;
 
-use parking_lot::RwLock;
 use serde::Deserialize;
 
 use super::agent_ids::split_session_key;
 use super::delegation_session;
+use crate::sessions::Known;
 
 pub const RULE_ID: &str = "conversation-id";
 pub const DEFAULT_PARAM: &str = "_conversation_id";
@@ -30,9 +30,6 @@ pub const DEFAULT_PARAM: &str = "_conversation_id";
 /// How many spawner links are followed before giving up (and using the
 /// session reached so far). OpenClaw's own spawn depth limit is lower.
 pub const MAX_HOPS: usize = 8;
-
-/// Lineage entries kept; when full, the table is cleared and refilled on demand.
-pub const MAX_LINEAGE: usize = 4096;
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
@@ -63,44 +60,13 @@ impl ConversationIdConfig {
     }
 }
 
-/// Who spawned which sub-agent session: child key → spawner key (`None`:
-/// looked up, nothing recorded).
-#[derive(Debug, Default)]
-pub struct Lineage {
-    spawners: RwLock<HashMap<String, Option<String>>>,
-}
-
-impl Lineage {
-    pub fn note(&self, child: &str, spawner: Option<&str>) {
-        let mut map = self.spawners.write();
-        if map.len() >= MAX_LINEAGE && !map.contains_key(child) {
-            map.clear();
-        }
-        map.insert(
-            child.to_owned(),
-            spawner.filter(|s| !s.is_empty()).map(str::to_owned),
-        );
-    }
-
-    /// `None`: never looked up; `Some(None)`: looked up, no spawner.
-    pub fn spawner_of(&self, child: &str) -> Option<Option<String>> {
-        self.spawners.read().get(child).cloned()
-    }
-
-    pub fn len(&self) -> usize {
-        self.spawners.read().len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
 /// The originating conversation of a session, or the sub-agent session
 /// whose spawner must be looked up first.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Origin {
-    Conversation(String),
+pub enum Origin<'a> {
+    /// Borrowed from the caller's session key in the common case (a call
+    /// from the user's own session).
+    Conversation(Cow<'a, str>),
     NeedLineage(String),
     /// No session key: no conversation known.
     Unknown,
@@ -124,34 +90,34 @@ fn is_delegation_rest(rest: &str) -> bool {
         .is_some_and(|p| p.eq_ignore_ascii_case(tag))
 }
 
-pub fn originating_conversation(session_key: &str, lineage: &Lineage) -> Origin {
+pub fn originating_conversation<'a>(session_key: &'a str, lineage: &Known) -> Origin<'a> {
     // The common case (every claw-os call from a user's own session): one
     // parse, one copy. The conversation is the key exactly as OpenClaw gave
     // it (it keeps the case of Signal/Matrix peer ids), never re-cased.
     let rest = rest_of(session_key);
     if !is_delegation_rest(rest) && !is_subagent_rest(rest) {
-        return Origin::Conversation(session_key.to_owned());
+        return Origin::Conversation(Cow::Borrowed(session_key));
     }
     let mut key = session_key.to_owned();
     for _ in 0..MAX_HOPS {
         if let Some(c) = delegation_session::conversation_of(&key) {
-            return Origin::Conversation(c);
+            return Origin::Conversation(Cow::Owned(c));
         }
         if !is_subagent_rest(rest_of(&key)) {
-            return Origin::Conversation(key);
+            return Origin::Conversation(Cow::Owned(key));
         }
         match lineage.spawner_of(&key) {
             None => return Origin::NeedLineage(key),
             // The spawner is gone: the sub-agent is the best origin known.
-            Some(None) => return Origin::Conversation(key),
+            Some(None) => return Origin::Conversation(Cow::Owned(key)),
             Some(Some(parent)) => key = parent,
         }
     }
-    Origin::Conversation(key)
+    Origin::Conversation(Cow::Owned(key))
 }
 
 /// The conversation id for a call from `session_key` (`ctx.sessionKey`).
-pub fn evaluate(session_key: Option<&str>, lineage: &Lineage) -> Origin {
+pub fn evaluate<'a>(session_key: Option<&'a str>, lineage: &Known) -> Origin<'a> {
     match session_key {
         None => Origin::Unknown,
         Some(s) => originating_conversation(s, lineage),
@@ -167,14 +133,14 @@ mod tests {
 
     fn conv(o: Origin) -> String {
         match o {
-            Origin::Conversation(c) => c,
+            Origin::Conversation(c) => c.into_owned(),
             other => panic!("{other:?}"),
         }
     }
 
     #[test]
     fn a_main_agent_session_is_its_own_conversation() {
-        let l = Lineage::default();
+        let l = Known::default();
         assert_eq!(conv(evaluate(Some(C), &l)), C);
         let direct = "agent:paco--francis:telegram:direct:12345";
         assert_eq!(conv(evaluate(Some(direct), &l)), direct);
@@ -183,14 +149,14 @@ mod tests {
 
     #[test]
     fn a_delegated_session_carries_the_delegating_conversation() {
-        let l = Lineage::default();
+        let l = Known::default();
         let k = delegation_key("paco--dali", C);
         assert_eq!(conv(evaluate(Some(&k), &l)), C);
     }
 
     #[test]
     fn a_delegated_session_key_in_another_case_still_carries_the_conversation() {
-        let l = Lineage::default();
+        let l = Known::default();
         let k = delegation_key("paco--dali", C).to_uppercase();
         assert_eq!(conv(evaluate(Some(&k), &l)), C);
         let k = delegation_key("paco--dali", C).replace(":delegation:", ":Delegation:");
@@ -199,68 +165,68 @@ mod tests {
 
     #[test]
     fn a_sub_agent_needs_its_lineage_then_resolves_through_it() {
-        let l = Lineage::default();
+        let l = Known::default();
         let child = "agent:paco--francis:subagent:0f3c";
         assert_eq!(evaluate(Some(child), &l), Origin::NeedLineage(child.into()));
-        l.note(child, Some(C));
+        l.note_spawner(child, Some(C));
         assert_eq!(conv(evaluate(Some(child), &l)), C);
     }
 
     #[test]
     fn nested_sub_agents_and_delegations_resolve_to_the_origin() {
-        let l = Lineage::default();
+        let l = Known::default();
         let deleg = delegation_key("paco--dali", C);
         let child = "agent:paco--dali:subagent:aa";
         let grandchild = "agent:paco--dali:subagent:bb";
-        l.note(child, Some(&deleg));
+        l.note_spawner(child, Some(&deleg));
         assert_eq!(
             evaluate(Some(grandchild), &l),
             Origin::NeedLineage(grandchild.into())
         );
-        l.note(grandchild, Some(child));
+        l.note_spawner(grandchild, Some(child));
         assert_eq!(conv(evaluate(Some(grandchild), &l)), C);
     }
 
     #[test]
     fn a_sub_agent_without_a_recorded_spawner_is_its_own_origin() {
-        let l = Lineage::default();
+        let l = Known::default();
         let child = "agent:paco--francis:subagent:0f3c";
-        l.note(child, None);
+        l.note_spawner(child, None);
         assert_eq!(conv(evaluate(Some(child), &l)), child);
-        l.note(child, Some(""));
+        l.note_spawner(child, Some(""));
         assert_eq!(conv(evaluate(Some(child), &l)), child);
     }
 
     #[test]
     fn a_lineage_cycle_stops_after_max_hops() {
-        let l = Lineage::default();
+        let l = Known::default();
         let a = "agent:x:subagent:a";
         let b = "agent:x:subagent:b";
-        l.note(a, Some(b));
-        l.note(b, Some(a));
+        l.note_spawner(a, Some(b));
+        l.note_spawner(b, Some(a));
         let got = conv(evaluate(Some(a), &l));
         assert!(got == a || got == b, "{got}");
     }
 
     #[test]
     fn no_session_key_means_no_conversation() {
-        assert_eq!(evaluate(None, &Lineage::default()), Origin::Unknown);
+        assert_eq!(evaluate(None, &Known::default()), Origin::Unknown);
     }
 
     #[test]
     fn the_lineage_table_is_bounded() {
-        let l = Lineage::default();
-        for i in 0..MAX_LINEAGE {
-            l.note(&format!("agent:x:subagent:{i}"), Some(C));
+        let l = Known::default();
+        for i in 0..crate::sessions::MAX_KNOWN {
+            l.note_spawner(&format!("agent:x:subagent:{i}"), Some(C));
         }
-        assert_eq!(l.len(), MAX_LINEAGE);
-        l.note("agent:x:subagent:0", Some(C));
+        assert_eq!(l.len(), crate::sessions::MAX_KNOWN);
+        l.note_spawner("agent:x:subagent:0", Some(C));
         assert_eq!(
             l.len(),
-            MAX_LINEAGE,
+            crate::sessions::MAX_KNOWN,
             "re-noting a known child keeps the table"
         );
-        l.note("agent:x:subagent:new", Some(C));
+        l.note_spawner("agent:x:subagent:new", Some(C));
         assert_eq!(l.len(), 1);
     }
 

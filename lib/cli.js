@@ -3,8 +3,10 @@
 // and one printer for both, so they print the same report for the same
 // inputs. Every check and decision is made in Rust, by the same code the
 // plugin runs; this module parses arguments, prints, and returns the exit
-// status. It runs with `io`: how to print, the program's name, and, under
-// OpenClaw, the gateway client and the active config.
+// status. It runs with `io`: how to print, the program's name, the API of a
+// build (`io.lib()`, loaded only when a command needs it), and, under
+// OpenClaw, the gateway client and the active config. It imports nothing
+// from the package, so it can be tested in-process with any `io`.
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import { parseArgs } from 'node:util';
@@ -169,7 +171,7 @@ class UsageError extends Error {
 
 const line = (text) => (text.endsWith('\n') ? text : `${text}\n`);
 
-/** How the standalone `claw-identity` command runs: no gateway client, no active config. */
+/** How the standalone `claw-identity` command prints: no gateway client, no active config. */
 export const STANDALONE = {
   prog: 'claw-identity',
   out: (text) => process.stdout.write(text),
@@ -322,7 +324,7 @@ async function main(argv, io) {
     return EXIT_OK;
   }
   if (name === '--version') {
-    io.say(createRequire(import.meta.url)('./package.json').version);
+    io.say((await io.lib()).version);
     return EXIT_OK;
   }
   if (name === 'help') {
@@ -351,7 +353,7 @@ async function main(argv, io) {
     throw new UsageError(`missing ${missing.map((k) => `--${k}`).join(', ')}`, name);
   }
   // Loaded only now, so --help works even where the addon cannot load.
-  const lib = await import('./index.js');
+  const lib = await io.lib();
   try {
     return await cmd.run(values, lib, io);
   } catch (e) {
@@ -362,10 +364,11 @@ async function main(argv, io) {
 
 /**
  * Runs one command line (`argv` without the program name) and resolves to
- * its exit status; it never rejects. `io`: `{ prog, out(text), err(text) }`,
- * and under OpenClaw `callGateway(method, opts)` and `activeConfig()`.
+ * its exit status; it never rejects. `io`: `{ prog, out(text), err(text),
+ * lib() }` (`lib` resolves to the API of a build), and under OpenClaw
+ * `callGateway(method, opts)` and `activeConfig()`.
  */
-export async function run(argv, io = STANDALONE) {
+export async function run(argv, io) {
   const p = {
     ...io,
     say: (text) => io.out(line(text)),
@@ -426,7 +429,7 @@ const OPENCLAW = {
  * untouched, so the commands, options, help and output are exactly those of
  * the standalone command.
  */
-export function registerOpenClawCommand(program, { name, description }) {
+export function registerOpenClawCommand(program, { name, description }, lib) {
   program
     .command(name)
     .description(description)
@@ -435,6 +438,6 @@ export function registerOpenClawCommand(program, { name, description }) {
     .allowExcessArguments(true)
     .argument('[args...]')
     .action(async (args) => {
-      process.exitCode = await run(args ?? [], OPENCLAW);
+      process.exitCode = await run(args ?? [], { ...OPENCLAW, lib: async () => lib });
     });
 }

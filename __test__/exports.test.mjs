@@ -1,0 +1,22 @@
+// The two entries and the type declarations name the same exports: a name
+// added to one and not the others is a broken import for someone.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+
+const root = new URL('../', import.meta.url);
+
+/** The runtime names `index.d.ts` declares (`export function|const|class`, and `default`). */
+function declared() {
+  const text = fs.readFileSync(new URL('index.d.ts', root), 'utf8');
+  const names = new Set([...text.matchAll(/^export (?:declare )?(?:function|const|class) (\w+)/gm)].map((m) => m[1]));
+  if (/^export default /m.test(text)) names.add('default');
+  return [...names].sort();
+}
+
+test('index.js, wasm.js and index.d.ts export the same names', async () => {
+  const index = Object.keys(await import(new URL('index.js', root))).sort();
+  const wasm = Object.keys(await import(new URL('wasm.js', root))).sort();
+  assert.deepEqual(wasm, index);
+  assert.deepEqual(declared(), index);
+});

@@ -1,0 +1,345 @@
+//! OpenClaw's own path resolution, reproduced from its source (the
+//! `openclaw` 2026.9.6 package, `dist/`), for the rules that must know what
+//! a tool will really open. Each function names the OpenClaw function it
+//! follows. Where OpenClaw's tools disagree (it has three `~` expansions),
+//! the rules take every variant, so a path refused under one reading is
+//! refused under all.
+//!
+//! Also the one home of what every module needs to know about paths: the
+//! home directory, `~` expansion, a path's parent.
+
+use std::ffi::OsString;
+use std::path::{Component, Path, PathBuf};
+
+use crate::sys;
+
+/// JavaScript's `String.prototype.trim`: Unicode white space and line
+/// terminators (U+FEFF included), which OpenClaw's parsers use.
+pub fn js_trim(s: &str) -> &str {
+    s.trim_matches(is_js_space)
+}
+
+/// What JS's `trim` takes off: `WhiteSpace` and `LineTerminator` of ECMA-262.
+pub fn is_js_space(c: char) -> bool {
+    matches!(
+        c,
+        '\u{9}'..='\u{d}' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'..='\u{200a}'
+            | '\u{2028}' | '\u{2029}' | '\u{202f}' | '\u{205f}' | '\u{3000}' | '\u{feff}'
+    )
+}
+
+fn env_trimmed(name: &str) -> Option<String> {
+    let v = sys::env_var(name)?;
+    let v = js_trim(v.to_str()?).to_owned();
+    // resolveOsHomeDir ignores the strings a shell makes of an unset variable.
+    (!v.is_empty() && v != "undefined" && v != "null").then_some(v)
+}
+
+/// Node's `os.homedir()`: `HOME`, else the password database's entry of the
+/// effective user. OpenClaw's apply_patch uses it directly
+/// (`normalizeSandboxInputPath`, `sandbox-paths-*.mjs`).
+pub fn node_homedir() -> Option<PathBuf> {
+    sys::home()
+}
+
+/// The "OS home" of the file tools (`resolveOsHomeDir`,
+/// `home-dir-D0b-ywue.mjs`): `HOME`, then `USERPROFILE`, then
+/// `os.homedir()`, each trimmed.
+pub fn os_home() -> Option<PathBuf> {
+    env_trimmed("HOME")
+        .or_else(|| env_trimmed("USERPROFILE"))
+        .map(PathBuf::from)
+        .or_else(node_homedir)
+}
+
+/// The "effective home" of config, workspace and media paths
+/// (`resolveEffectiveHomeDir`): `OPENCLAW_HOME` (its own `~` expanded with
+/// the OS home), else the OS home.
+pub fn effective_home() -> Option<PathBuf> {
+    match env_trimmed("OPENCLAW_HOME") {
+        Some(h) => Some(expand_tilde(&h, os_home().as_deref())),
+        None => os_home(),
+    }
+}
+
+/// Every home a `~` in a tool's path may stand for, without repeats.
+pub fn homes() -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for h in [os_home(), effective_home(), node_homedir()]
+        .into_iter()
+        .flatten()
+    {
+        if !out.contains(&h) {
+            out.push(h);
+        }
+    }
+    out
+}
+
+/// `~` or `~/…` (and `~\…`, which `expandHomePrefix`'s `^~(?=$|[\\/])`
+/// also takes) onto `home`; any other path unchanged. No `~user`: OpenClaw
+/// has none.
+pub fn expand_tilde(p: &str, home: Option<&Path>) -> PathBuf {
+    match (p.strip_prefix('~'), home) {
+        (Some(""), Some(h)) => h.to_path_buf(),
+        (Some(rest), Some(h)) if rest.starts_with('/') || rest.starts_with('\\') => {
+            h.join(rest[1..].trim_start_matches(['/', '\\']))
+        }
+        _ => PathBuf::from(p),
+    }
+}
+
+/// Node's `path.resolve(base, p)` on POSIX: `p` onto `base` unless it is
+/// absolute, then `.`, `..` and repeated separators taken out lexically.
+pub fn resolve(base: &Path, p: &Path) -> PathBuf {
+    let joined = base.join(p);
+    let mut out = PathBuf::from("/");
+    for c in joined.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(n) => out.push(n),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// `resolveUserPath` (`home-dir-BKwhAL2c.mjs`): trim, `~` onto the
+/// effective home, `path.resolve` against the process's cwd.
+pub fn resolve_user_path(p: &str) -> PathBuf {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    resolve(&cwd, &expand_tilde(js_trim(p), effective_home().as_deref()))
+}
+
+/// The directory holding `path` (for `/`, `/` itself; for a bare name, `.`).
+pub fn parent_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if p.as_os_str().is_empty() => PathBuf::from("."),
+        Some(p) => p.to_path_buf(),
+        None => path.to_path_buf(),
+    }
+}
+
+/// Where OpenClaw keeps its state (`resolveStateDir`, `paths-*.mjs`):
+/// `OPENCLAW_STATE_DIR`, else `<effective home>/.openclaw`.
+pub fn state_dir() -> PathBuf {
+    match env_trimmed("OPENCLAW_STATE_DIR") {
+        Some(d) => resolve_user_path(&d),
+        None => effective_home()
+            .unwrap_or_else(|| PathBuf::from("/"))
+            .join(".openclaw"),
+    }
+}
+
+/// OpenClaw's config file (`resolveConfigPath`): `OPENCLAW_CONFIG_PATH`,
+/// else `<stateDir>/openclaw.json`.
+pub fn config_path() -> PathBuf {
+    match env_trimmed("OPENCLAW_CONFIG_PATH") {
+        Some(p) => resolve_user_path(&p),
+        None => state_dir().join("openclaw.json"),
+    }
+}
+
+/// OpenClaw's config directory (`resolveConfigDir`, `utils-*.mjs`): the
+/// state dir when `OPENCLAW_STATE_DIR` is set, else the config file's
+/// directory when `OPENCLAW_CONFIG_PATH` is, else `~/.openclaw`.
+pub fn config_dir() -> PathBuf {
+    if env_trimmed("OPENCLAW_STATE_DIR").is_some() {
+        return state_dir();
+    }
+    if env_trimmed("OPENCLAW_CONFIG_PATH").is_some() {
+        return parent_of(&config_path());
+    }
+    state_dir()
+}
+
+/// `normalizeFileReferencePrefix` (`sandbox-paths-*.mjs`) and
+/// `preserveAtPrefixedRelativePath` (`path-policy-*.mjs`): one leading `@`
+/// is a file reference, unless `./@x` exists, which OpenClaw then opens.
+/// Both readings are returned.
+pub fn at_prefix_readings(p: &str) -> Vec<String> {
+    match p.strip_prefix('@') {
+        Some(rest) => vec![p.to_owned(), rest.to_owned()],
+        None => vec![p.to_owned()],
+    }
+}
+
+/// `stripMalformedXmlArgValueSuffix`: a `</arg_value>>` suffix a model's
+/// broken tool call leaves is taken off before the tool opens the path.
+pub fn strip_arg_value_suffix(p: &str) -> &str {
+    let t = p.trim_end_matches('>');
+    match t.strip_suffix("</arg_value") {
+        Some(rest) if p.len() - t.len() >= 1 => rest,
+        _ => p,
+    }
+}
+
+/// `normalizeMediaReferenceSource` (`media-reference-*.mjs`): the media
+/// tools take off a legacy `MEDIA:` prefix, in any case and spacing.
+pub fn strip_media_prefix(p: &str) -> &str {
+    let t = p.trim_start();
+    if t.len() >= 5 && t[..5].eq_ignore_ascii_case("media") {
+        let rest = t[5..].trim_start();
+        if let Some(rest) = rest.strip_prefix(':') {
+            return rest.trim_start();
+        }
+    }
+    p
+}
+
+/// Whether `p` starts `file:` in any case (the media tools'
+/// `classifyMediaReferenceSource`; the file tools need exactly `file://`).
+pub fn is_file_url(p: &str) -> bool {
+    p.len() >= 5 && p[..5].eq_ignore_ascii_case("file:")
+}
+
+/// Node's `url.fileURLToPath` on POSIX, for hosts without Node (the fuzzer,
+/// `cargo test`): the addon asks Node itself. `None` where Node throws (a
+/// host other than `localhost`, an encoded `/`, not a file URL).
+pub fn file_url_to_path(url: &str) -> Option<PathBuf> {
+    // The URL parser drops tabs and newlines anywhere and C0 controls and
+    // spaces at the ends; a special scheme takes `\` for `/`.
+    let s: String = url
+        .trim_matches(|c: char| c <= ' ')
+        .chars()
+        .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
+        .map(|c| if c == '\\' { '/' } else { c })
+        .collect();
+    if !is_file_url(&s) {
+        return None;
+    }
+    let mut rest = &s[5..];
+    rest = rest.split(['?', '#']).next().unwrap_or("");
+    if let Some(after) = rest.strip_prefix("//") {
+        let (host, path) = match after.find('/') {
+            Some(i) => (&after[..i], &after[i..]),
+            None => (after, "/"),
+        };
+        if !host.is_empty() && !host.eq_ignore_ascii_case("localhost") {
+            return None;
+        }
+        rest = path;
+    }
+    let raw = if rest.starts_with('/') {
+        rest.to_owned()
+    } else {
+        format!("/{rest}")
+    };
+    let lower = raw.to_ascii_lowercase();
+    if lower.contains("%2f") {
+        return None;
+    }
+    // Dot segments, also percent-encoded ones, go as the URL parser takes them.
+    let mut segments: Vec<OsString> = Vec::new();
+    for seg in raw.split('/').skip(1) {
+        let decoded = percent_decode(seg);
+        match decoded.as_slice() {
+            b"." => {}
+            b".." => {
+                segments.pop();
+            }
+            _ => segments.push(sys::os_string(decoded)),
+        }
+    }
+    let mut out = PathBuf::from("/");
+    for s in segments {
+        out.push(s);
+    }
+    Some(out)
+}
+
+fn percent_decode(s: &str) -> Vec<u8> {
+    let b = s.as_bytes();
+    let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                out.push(h * 16 + l);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn js_trim_takes_what_javascript_takes() {
+        assert_eq!(
+            js_trim("\u{feff} *** Delete File: x \u{3000}"),
+            "*** Delete File: x"
+        );
+        assert_eq!(
+            js_trim("\u{200b}x"),
+            "\u{200b}x",
+            "ZWSP is not white space in JS"
+        );
+    }
+
+    #[test]
+    fn tilde_is_the_home_alone_or_before_a_separator() {
+        let h = Path::new("/home/u");
+        assert_eq!(expand_tilde("~", Some(h)), h);
+        assert_eq!(expand_tilde("~/a/b", Some(h)), h.join("a/b"));
+        assert_eq!(expand_tilde("~\\a", Some(h)), h.join("a"));
+        assert_eq!(expand_tilde("~user/a", Some(h)), Path::new("~user/a"));
+        assert_eq!(expand_tilde("~/a", None), Path::new("~/a"));
+    }
+
+    #[test]
+    fn resolve_is_nodes_path_resolve() {
+        let b = Path::new("/w/ws");
+        assert_eq!(resolve(b, Path::new("../x/./y//z")), Path::new("/w/x/y/z"));
+        assert_eq!(resolve(b, Path::new("/a/../../b")), Path::new("/b"));
+        assert_eq!(resolve(b, Path::new("")), b);
+    }
+
+    #[test]
+    fn file_urls_read_as_node_reads_them() {
+        for (url, path) in [
+            ("file:///a/b", Some("/a/b")),
+            ("file://localhost/a/b", Some("/a/b")),
+            ("FILE://LocalHost/a/b", Some("/a/b")),
+            ("file:///a/b?x=1#frag", Some("/a/b")),
+            ("file:///a\\b", Some("/a/b")),
+            ("file:///a/%62", Some("/a/b")),
+            ("file:///a/b\t\n", Some("/a/b")),
+            ("file:///a/b\tc", Some("/a/bc")),
+            ("file:///a/../b", Some("/b")),
+            ("file:///a/%2e%2e/b", Some("/b")),
+            ("file:/a/b", Some("/a/b")),
+            ("file:a/b", Some("/a/b")),
+            ("file://host/a", None),
+            ("file:///a%2fb", None),
+            ("http://x/a", None),
+        ] {
+            assert_eq!(file_url_to_path(url), path.map(PathBuf::from), "{url}");
+        }
+    }
+
+    #[test]
+    fn broken_arg_value_suffixes_and_media_prefixes_come_off() {
+        assert_eq!(strip_arg_value_suffix("/a/b</arg_value>>"), "/a/b");
+        assert_eq!(strip_arg_value_suffix("/a/b</arg_value>>>"), "/a/b");
+        assert_eq!(strip_arg_value_suffix("/a/b>"), "/a/b>");
+        assert_eq!(strip_media_prefix(" media : /a"), "/a");
+        assert_eq!(strip_media_prefix("MEDIA:/a"), "/a");
+        assert_eq!(strip_media_prefix("/media/a"), "/media/a");
+    }
+
+    #[test]
+    fn an_at_prefix_is_read_both_ways() {
+        assert_eq!(at_prefix_readings("@/a"), vec!["@/a", "/a"]);
+        assert_eq!(at_prefix_readings("/a"), vec!["/a"]);
+    }
+}

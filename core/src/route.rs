@@ -1,0 +1,408 @@
+//! The one table from a tool to the rule that decides its calls: each row
+//! names the tools, the rule, the params the rule decides on (`reads`, read
+//! exactly from the JS object), the params it only quotes or scans for
+//! tokens (`scans`, read leniently), its decide function, and whether the
+//! options switch it on. Everything else is derived from it: which calls the
+//! layer reads at all, which params the bridge reads, and what `explain`
+//! reports. A tool no row names passes without its params being read.
+//!
+//! Adding a rule is one module under `rules/`, one row here and one field of
+//! `RulesConfig`.
+
+use std::collections::HashMap;
+
+use crate::options::Options;
+use crate::rules::map_access::{self, ProtectMap};
+use crate::rules::{
+    auth_token, cross_user_send, layer_controls, session_access, token_text, workboard_scope,
+    Context, Decide, Decision, ToolCall,
+};
+
+pub struct Route {
+    /// The tools this row routes, by `event.toolName` as OpenClaw gives it
+    /// (lowercased, aliased). Empty for the owned tools, which are matched by
+    /// `toolPrefix` instead.
+    pub tools: &'static [&'static str],
+    /// The rule id that starts every block reason of this row.
+    pub rule: &'static str,
+    /// Top-level params the rule decides on: read exactly, and a call whose
+    /// value can't be read exactly is refused.
+    pub reads: &'static [&'static str],
+    /// Top-level params the rule only quotes or scans for tokens: read with
+    /// U+FFFD for broken characters.
+    pub scans: &'static [&'static str],
+    pub decide: Decide,
+    /// Whether the options switch this row on.
+    pub on: fn(&Options) -> bool,
+    /// The rule reads `event.derivedPaths` (OpenClaw's own resolution).
+    pub derived: bool,
+}
+
+/// Params of `sessions_send` the rules read: the target, and whether the
+/// model chose a session by label (delegation-session leaves those alone).
+const SEND_READS: &[&str] = &["agentId", "agent_id", "sessionKey", "session_key", "label"];
+/// Params of `sessions_spawn` the rules read: the target, the cwd the child
+/// runs in, the runtime it runs on.
+const SPAWN_READS: &[&str] = &["agentId", "agent_id", "cwd", "runtime"];
+/// Where the file tools keep their path (`path`; the camel and snake
+/// aliases OpenClaw's param reader takes, `readSnakeCaseParamRaw`).
+const FILE_READS: &[&str] = &["path", "file_path", "filePath"];
+/// `message`'s media keys (`BASE_ACTION_MEDIA_SOURCE_PARAM_KEYS`,
+/// `message-action-normalization-*.mjs`, with their snake spellings).
+const MESSAGE_READS: &[&str] = &[
+    "media",
+    "path",
+    "filePath",
+    "file_path",
+    "mediaUrl",
+    "media_url",
+    "fileUrl",
+    "file_url",
+    "image",
+    "mediaUrls",
+    "media_urls",
+    "attachments",
+];
+
+fn session_tools(o: &Options) -> bool {
+    o.rules.reads_session_tools()
+}
+fn cross_user(o: &Options) -> bool {
+    o.rules.cross_user_send.enabled
+}
+fn workboard(o: &Options) -> bool {
+    o.rules.workboard_scope.enabled
+}
+/// The path guard runs for the map (`protectMap`) or for the layer's files.
+fn protect_paths(o: &Options) -> bool {
+    o.protect_map != ProtectMap::Off || o.rules.layer_controls.enabled
+}
+fn layer(o: &Options) -> bool {
+    o.rules.layer_controls.enabled
+}
+fn protect_strict(o: &Options) -> bool {
+    o.protect_map == ProtectMap::Strict
+}
+fn always(_: &Options) -> bool {
+    true
+}
+
+/// `sessions_send`: cross-user-send, then delegation-session; a token pasted
+/// into the message becomes its fingerprint (token-text).
+fn send<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decision<'a> {
+    token_text::scan(cross_user_send::send(cx, call), cx, call, "message")
+}
+
+/// `sessions_spawn`: the child's cwd (map-access) and runtime, then
+/// cross-user-send and spawn-redirect; token-text on the task.
+fn spawn<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decision<'a> {
+    if let Some(d) = map_access::spawn_cwd(cx, call) {
+        return d;
+    }
+    if let Some(d) = map_access::spawn_runtime(cx, call) {
+        return d;
+    }
+    token_text::scan(cross_user_send::spawn(cx, call), cx, call, "task")
+}
+
+/// The owned tools (`toolPrefix`): auth-token, then conversation-id. They
+/// read no params: the hot path.
+pub static OWNED: Route = Route {
+    tools: &[],
+    rule: auth_token::RULE_ID,
+    reads: &[],
+    scans: &[],
+    decide: auth_token::decide,
+    on: always,
+    derived: false,
+};
+
+pub static ROUTES: &[Route] = &[
+    Route {
+        tools: &["sessions_send"],
+        rule: cross_user_send::RULE_ID,
+        reads: SEND_READS,
+        scans: &["message"],
+        decide: send,
+        on: session_tools,
+        derived: false,
+    },
+    Route {
+        tools: &["sessions_spawn"],
+        rule: cross_user_send::RULE_ID,
+        reads: SPAWN_READS,
+        scans: &["task"],
+        decide: spawn,
+        on: session_tools,
+        derived: false,
+    },
+    Route {
+        tools: &session_access::TOOLS,
+        rule: cross_user_send::RULE_ID,
+        reads: session_access::READS,
+        scans: &[],
+        decide: session_access::decide,
+        on: cross_user,
+        derived: false,
+    },
+    Route {
+        tools: &workboard_scope::TOOLS,
+        rule: workboard_scope::RULE_ID,
+        reads: workboard_scope::READS,
+        scans: &[],
+        decide: workboard_scope::decide,
+        on: workboard,
+        derived: false,
+    },
+    Route {
+        tools: &["read", "memory_get"],
+        rule: map_access::RULE_ID,
+        reads: FILE_READS,
+        scans: &[],
+        decide: map_access::read,
+        on: protect_paths,
+        derived: false,
+    },
+    Route {
+        tools: &["write", "edit"],
+        rule: map_access::RULE_ID,
+        reads: FILE_READS,
+        scans: &[],
+        decide: map_access::write,
+        on: protect_paths,
+        derived: false,
+    },
+    Route {
+        tools: &["apply_patch"],
+        rule: map_access::RULE_ID,
+        reads: &["input", "patch"],
+        scans: &[],
+        decide: map_access::patch,
+        on: protect_paths,
+        derived: true,
+    },
+    Route {
+        tools: &["ls"],
+        rule: map_access::RULE_ID,
+        reads: FILE_READS,
+        scans: &[],
+        decide: map_access::list,
+        on: protect_paths,
+        derived: false,
+    },
+    Route {
+        // Not tools of a 2026.9.6 gateway run, but of OpenClaw's agent SDK.
+        tools: &["grep", "find"],
+        rule: map_access::RULE_ID,
+        reads: FILE_READS,
+        scans: &[],
+        decide: map_access::search,
+        on: protect_paths,
+        derived: false,
+    },
+    Route {
+        tools: &["view_image"],
+        rule: map_access::RULE_ID,
+        reads: &["path", "paths"],
+        scans: &[],
+        decide: map_access::media,
+        on: protect_paths,
+        derived: false,
+    },
+    Route {
+        tools: &["pdf"],
+        rule: map_access::RULE_ID,
+        reads: &["pdf", "pdfs"],
+        scans: &[],
+        decide: map_access::media,
+        on: protect_paths,
+        derived: false,
+    },
+    Route {
+        tools: &["image_generate", "music_generate"],
+        rule: map_access::RULE_ID,
+        reads: &["image", "images"],
+        scans: &[],
+        decide: map_access::media,
+        on: protect_paths,
+        derived: false,
+    },
+    Route {
+        tools: &["video_generate"],
+        rule: map_access::RULE_ID,
+        reads: &[
+            "image",
+            "images",
+            "video",
+            "videos",
+            "audioRef",
+            "audioRefs",
+        ],
+        scans: &[],
+        decide: map_access::media,
+        on: protect_paths,
+        derived: false,
+    },
+    Route {
+        // An attachment is read from disk and sent to a chat.
+        tools: &["message"],
+        rule: map_access::RULE_ID,
+        reads: MESSAGE_READS,
+        scans: &[],
+        decide: map_access::message,
+        on: protect_paths,
+        derived: false,
+    },
+    Route {
+        tools: &["nodes"],
+        rule: map_access::RULE_ID,
+        reads: &["outPath", "out_path"],
+        scans: &[],
+        decide: map_access::node_output,
+        on: protect_paths,
+        derived: false,
+    },
+    Route {
+        // file-transfer (bundled, on by default): a paired node's files,
+        // which may be this host's.
+        tools: &["file_fetch", "dir_list", "dir_fetch", "file_write"],
+        rule: map_access::RULE_ID,
+        reads: &["path"],
+        scans: &[],
+        decide: map_access::node_files,
+        on: protect_paths,
+        derived: false,
+    },
+    Route {
+        tools: &["browser"],
+        rule: map_access::RULE_ID,
+        reads: &["path", "paths"],
+        scans: &[],
+        decide: map_access::browser,
+        on: protect_paths,
+        derived: false,
+    },
+    Route {
+        tools: &map_access::EXEC_TOOLS,
+        rule: map_access::RULE_ID,
+        reads: &[],
+        scans: &[],
+        decide: map_access::exec,
+        on: protect_strict,
+        derived: false,
+    },
+    Route {
+        // Jobs that run a command or a script on the host: a shell by another name.
+        tools: &["automations"],
+        rule: map_access::RULE_ID,
+        reads: &["action", "job"],
+        scans: &[],
+        decide: map_access::automations,
+        on: protect_strict,
+        derived: false,
+    },
+    Route {
+        tools: &["plugins"],
+        rule: layer_controls::RULE_ID,
+        reads: layer_controls::PLUGINS_READS,
+        scans: &[],
+        decide: layer_controls::plugins,
+        on: layer,
+        derived: false,
+    },
+    Route {
+        tools: &["openclaw"],
+        rule: layer_controls::RULE_ID,
+        reads: layer_controls::OPENCLAW_READS,
+        scans: &[],
+        decide: layer_controls::openclaw,
+        on: layer,
+        derived: false,
+    },
+];
+
+/// The rows the options switch on, by tool.
+pub struct Router {
+    exact: HashMap<&'static str, &'static Route>,
+    prefixes: Vec<String>,
+}
+
+impl Router {
+    pub fn new(opts: &Options) -> Router {
+        let mut exact = HashMap::new();
+        for route in ROUTES.iter().filter(|r| (r.on)(opts)) {
+            for tool in route.tools {
+                exact.insert(*tool, route);
+            }
+        }
+        Router {
+            exact,
+            prefixes: opts.tool_prefixes.clone(),
+        }
+    }
+
+    /// The row that decides calls of `tool`, if any does. A tool named by a
+    /// row is decided by it even when a `toolPrefix` also matches it.
+    pub fn route(&self, tool: &str) -> Option<&'static Route> {
+        if let Some(r) = self.exact.get(tool) {
+            return Some(r);
+        }
+        self.prefixes
+            .iter()
+            .any(|p| tool.starts_with(p.as_str()))
+            .then_some(&OWNED)
+    }
+
+    /// Exact tool names some row reads the params of.
+    pub fn tools(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.exact.keys().copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn opts(v: serde_json::Value) -> Options {
+        let mut v = v;
+        v.as_object_mut()
+            .unwrap()
+            .insert("tokenMapPath".into(), json!("/m.json"));
+        Options::from_json(&v.to_string()).unwrap()
+    }
+
+    #[test]
+    fn no_tool_is_routed_twice() {
+        let mut seen = std::collections::HashSet::new();
+        for r in ROUTES {
+            for t in r.tools {
+                assert!(seen.insert(*t), "{t} is in two rows");
+            }
+        }
+    }
+
+    #[test]
+    fn owned_tools_go_by_prefix_and_read_no_params() {
+        let r = Router::new(&opts(json!({})));
+        let owned = r.route("claw-os__claw_notes").unwrap();
+        assert_eq!(owned.rule, "auth-token");
+        assert!(owned.reads.is_empty() && owned.scans.is_empty());
+        assert!(r.route("web_search").is_none());
+        assert_eq!(r.route("sessions_send").unwrap().scans, &["message"]);
+    }
+
+    #[test]
+    fn switched_off_rules_route_nothing() {
+        let off = Router::new(&opts(json!({"protectMap": "off", "rules": {
+            "crossUserSend": {"enabled": false}, "spawnRedirect": {"enabled": false},
+            "delegationSession": {"enabled": false}, "workboardScope": {"enabled": false},
+            "conversationId": {"enabled": false}, "layerControls": {"enabled": false},
+        }})));
+        assert_eq!(off.tools().count(), 0);
+        let on = Router::new(&opts(json!({})));
+        assert!(on.route("read").is_some() && on.route("exec").is_none());
+        let strict = Router::new(&opts(json!({"protectMap": "strict"})));
+        assert!(strict.route("exec").is_some());
+    }
+}

@@ -1,0 +1,363 @@
+//! Rule `layer-controls`: nothing a model does with its own tools may weaken
+//! the identity layer. OpenClaw 2026.9.6 hot-applies an edited config
+//! (`plugins.entries.*` included), loads plugin code from files its file
+//! tools can write, and gives agents tools that change its own setup. So:
+//!
+//! - the files that control the layer are protected locations of
+//!   `map-access`'s path guard ([`locations`]): OpenClaw's config file and
+//!   its `$include`s, the `.env` files OpenClaw loads and the secrets beside
+//!   the config (these can't be read either: they hold the gateway's auth
+//!   token and provider keys), and the plugin code OpenClaw loads (written
+//!   by no tool);
+//! - `plugins` may not disable, uninstall or reload this plugin, nor install
+//!   or enable another (a plugin loaded later can register a trusted policy
+//!   that runs after this one and rewrites the token);
+//! - the `openclaw` delegate, which hands a message to OpenClaw's system
+//!   agent and, with OpenClaw's default exec policy, applies a
+//!   `config set …` in it without a human, is refused; inside the system
+//!   agent's own turn, its config and plugin actions that touch `plugins`
+//!   are refused.
+//!
+//! Where each fact comes from is in docs/rules.md.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::agent_ids::str_param;
+use super::map_access::{Guard, Location};
+use super::{Context, Decision, ToolCall};
+use crate::paths;
+use crate::redact::shown;
+use crate::route::Route;
+
+pub const RULE_ID: &str = "layer-controls";
+
+/// This plugin's id, as OpenClaw's `plugins` tool normalizes ids (lowercased).
+pub const PLUGIN_ID: &str = "claw-identity";
+
+/// The id of OpenClaw's system agent (`SYSTEM_AGENT_ID`).
+pub const SYSTEM_AGENT_ID: &str = "openclaw";
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct LayerControlsConfig {
+    pub enabled: bool,
+}
+
+impl Default for LayerControlsConfig {
+    fn default() -> Self {
+        LayerControlsConfig { enabled: true }
+    }
+}
+
+/// What the layer knows of OpenClaw's files, from its environment and
+/// config (`crate::paths` resolves them as OpenClaw does).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OpenClawFiles {
+    /// `$include`d config files, resolved against the including file.
+    pub includes: Vec<PathBuf>,
+    /// `plugins.load.paths`: folders OpenClaw loads plugins from.
+    pub load_paths: Vec<PathBuf>,
+    /// The agents' workspaces (each one's `.openclaw/extensions` is a plugin folder).
+    pub workspaces: Vec<PathBuf>,
+    /// This plugin's own directories: where it is installed (`api.rootDir`)
+    /// and the copy OpenClaw loaded it from.
+    pub plugin_dirs: Vec<PathBuf>,
+}
+
+/// The locations that control the layer. Reads are refused too where a
+/// file holds secrets (`secret`).
+pub fn locations(files: &OpenClawFiles) -> Vec<Location> {
+    let loc = |what, path: PathBuf, dir, secret| Location {
+        guard: Guard::Layer,
+        what,
+        path: paths::resolve(Path::new("/"), &path),
+        dir,
+        secret,
+    };
+    let config = paths::config_path();
+    let config_dir = paths::config_dir();
+    let state = paths::state_dir();
+    let mut out = vec![
+        // resolveConfigPath (paths-*.mjs); the gateway watches it and applies edits.
+        loc("OpenClaw's config file", config.clone(), false, true),
+        // dotenv-global-*.mjs: loaded into the gateway's environment at start.
+        loc("OpenClaw's .env", config_dir.join(".env"), false, true),
+        loc(
+            "OpenClaw's .env",
+            paths::parent_of(&config).join(".env"),
+            false,
+            true,
+        ),
+        loc(
+            "OpenClaw's credentials",
+            state.join("credentials"),
+            true,
+            true,
+        ),
+        loc(
+            "OpenClaw's device identity",
+            state.join("identity"),
+            true,
+            true,
+        ),
+        // Plugin installs (install-paths-*.mjs): code OpenClaw loads.
+        loc(
+            "OpenClaw's plugin installs",
+            config_dir.join("extensions"),
+            true,
+            false,
+        ),
+        loc(
+            "OpenClaw's plugin installs",
+            config_dir.join("npm"),
+            true,
+            false,
+        ),
+        loc(
+            "OpenClaw's plugin installs",
+            config_dir.join("git"),
+            true,
+            false,
+        ),
+        // plugin-source-capture-directory-*.mjs: the copies OpenClaw loads plugins from.
+        loc(
+            "OpenClaw's plugin copies",
+            state.join("tmp").join("plugin-captures"),
+            true,
+            false,
+        ),
+    ];
+    // `~/.config/openclaw/gateway.env` (dotenv-global-*.mjs), in each home `~` may be.
+    for h in paths::homes() {
+        out.push(loc(
+            "OpenClaw's gateway.env",
+            h.join(".config").join("openclaw"),
+            true,
+            true,
+        ));
+    }
+    // The config's backups and temporary copies hold what it holds.
+    for i in ["bak", "bak.1", "bak.2", "bak.3", "bak.4"] {
+        let mut name = config.as_os_str().to_owned();
+        name.push(format!(".{i}"));
+        out.push(loc(
+            "a backup of OpenClaw's config file",
+            PathBuf::from(name),
+            false,
+            true,
+        ));
+    }
+    for inc in &files.includes {
+        out.push(loc(
+            "a file OpenClaw's config includes",
+            inc.clone(),
+            false,
+            true,
+        ));
+    }
+    for p in &files.load_paths {
+        out.push(loc(
+            "a folder OpenClaw loads plugins from",
+            p.clone(),
+            true,
+            false,
+        ));
+    }
+    for w in &files.workspaces {
+        out.push(loc(
+            "a folder OpenClaw loads plugins from",
+            w.join(".openclaw").join("extensions"),
+            true,
+            false,
+        ));
+    }
+    for d in &files.plugin_dirs {
+        out.push(loc(
+            "claw-identity's installed files",
+            d.clone(),
+            true,
+            false,
+        ));
+    }
+    out.dedup_by(|a, b| a.path == b.path);
+    out
+}
+
+fn refused<'a>(what: String) -> Decision<'a> {
+    Decision::block(
+        RULE_ID,
+        format!("{RULE_ID}: {what} The operator does this, outside the agents' tools."),
+    )
+}
+
+/// `plugins` (`createPluginsTool`, `openclaw-tools-*.mjs`): actions
+/// `disable`, `uninstall` and `reload` of this plugin, and `install` and
+/// `enable` of any plugin, are refused; `list`, `inspect`, `search` pass.
+pub fn plugins<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decision<'a> {
+    if !cx.opts.rules.layer_controls.enabled {
+        return Decision::pass();
+    }
+    let action =
+        str_param(call.params, "action", "action").map(|a| paths::js_trim(a).to_ascii_lowercase());
+    let id = str_param(call.params, "pluginId", "plugin_id")
+        .map(|p| paths::js_trim(p).to_ascii_lowercase());
+    let ours = id.as_deref() == Some(PLUGIN_ID);
+    match action.as_deref() {
+        Some("disable" | "uninstall" | "reload") if ours || id.is_none() => refused(format!(
+            "plugins {} of {PLUGIN_ID} was refused: it would switch off the identity layer that gives every agent its own token.",
+            action.unwrap_or_default()
+        )),
+        Some(a @ ("install" | "enable")) => refused(format!(
+            "plugins {a} was refused: a plugin the agents install or enable could run after {PLUGIN_ID} and undo the identity it sets."
+        )),
+        Some("list" | "inspect" | "search") | None => Decision::pass(),
+        Some(other) if ours => refused(format!(
+            "plugins {} of {PLUGIN_ID} was refused.",
+            shown(other)
+        )),
+        Some(_) => Decision::pass(),
+    }
+}
+
+/// Config paths the system agent may not set: what decides whether and
+/// how plugins load (`plugins.*`, the whole config).
+fn touches_plugins(path: &str) -> bool {
+    let p = paths::js_trim(path)
+        .trim_start_matches('.')
+        .to_ascii_lowercase();
+    p.is_empty() || p == "plugins" || p.starts_with("plugins.") || p.starts_with("plugins[")
+}
+
+/// `openclaw`: the delegate a regular agent gets (`{message}`, handed to
+/// the system agent, which with OpenClaw's default exec policy applies what
+/// it is told without a human) is refused; in the system agent's own turn
+/// (`ctx.agentId` "openclaw", the ring-zero tool), setting anything under
+/// `plugins` and installing, activating or uninstalling a plugin are refused.
+pub fn openclaw<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decision<'a> {
+    if !cx.opts.rules.layer_controls.enabled {
+        return Decision::pass();
+    }
+    if call.agent_id != Some(SYSTEM_AGENT_ID) {
+        return refused(format!(
+            "the openclaw tool was refused for agent {}: it asks OpenClaw's system agent to change the gateway's own setup (its config and plugins, the identity layer among them), which agents may not do.",
+            shown(call.agent_id.unwrap_or("(unknown)"))
+        ));
+    }
+    let action = str_param(call.params, "action", "action")
+        .map(paths::js_trim)
+        .unwrap_or("");
+    match action {
+        "config_set" | "config_set_ref" => {
+            let path = str_param(call.params, "path", "path").unwrap_or("");
+            if touches_plugins(path) {
+                return refused(format!(
+                    "openclaw {action} of \"{}\" was refused: plugin settings decide whether the identity layer runs.",
+                    shown(path)
+                ));
+            }
+            Decision::pass()
+        }
+        "plugin_install" | "plugin_activate_artifact" | "plugin_uninstall" => refused(format!(
+            "openclaw {action} was refused: plugins decide whether the identity layer runs."
+        )),
+        _ => Decision::pass(),
+    }
+}
+
+/// The params these rules read.
+pub const PLUGINS_READS: &[&str] = &["action", "pluginId", "plugin_id"];
+pub const OPENCLAW_READS: &[&str] = &["action", "path", "message"];
+
+/// A config value's `$include`s, as OpenClaw resolves them
+/// (`includes-*.mjs`): a string or a list of strings, relative to the
+/// including file, at any depth of the object.
+pub fn includes_of(value: &Value, including: &Path, out: &mut Vec<PathBuf>) {
+    match value {
+        Value::Object(o) => {
+            match o.get("$include") {
+                Some(Value::String(s)) => {
+                    out.push(paths::resolve(&paths::parent_of(including), Path::new(s)))
+                }
+                Some(Value::Array(a)) => {
+                    for s in a.iter().filter_map(Value::as_str) {
+                        out.push(paths::resolve(&paths::parent_of(including), Path::new(s)));
+                    }
+                }
+                _ => {}
+            }
+            for (k, v) in o {
+                if k != "$include" {
+                    includes_of(v, including, out);
+                }
+            }
+        }
+        Value::Array(a) => {
+            for v in a {
+                includes_of(v, including, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn includes_are_found_at_any_depth_relative_to_their_file() {
+        let mut out = Vec::new();
+        includes_of(
+            &json!({"$include": "a.json5", "agents": {"$include": ["b.json", "/abs/c.json"]}}),
+            Path::new("/home/u/.openclaw/openclaw.json"),
+            &mut out,
+        );
+        assert_eq!(
+            out,
+            vec![
+                PathBuf::from("/home/u/.openclaw/a.json5"),
+                PathBuf::from("/home/u/.openclaw/b.json"),
+                PathBuf::from("/abs/c.json")
+            ]
+        );
+    }
+
+    #[test]
+    fn the_config_and_its_secrets_cant_be_read_and_plugin_code_cant_be_written() {
+        let l = locations(&OpenClawFiles {
+            plugin_dirs: vec!["/p/claw-identity".into()],
+            ..Default::default()
+        });
+        let config = l
+            .iter()
+            .find(|l| l.what == "OpenClaw's config file")
+            .unwrap();
+        assert!(config.secret && !config.dir);
+        let ours = l
+            .iter()
+            .find(|l| l.path == Path::new("/p/claw-identity"))
+            .unwrap();
+        assert!(ours.dir && !ours.secret);
+        assert!(l.iter().all(|l| l.guard == Guard::Layer));
+    }
+
+    #[test]
+    fn plugin_paths_of_the_config_are_recognised() {
+        for p in [
+            "plugins",
+            "plugins.entries.claw-identity.enabled",
+            " .plugins.allow",
+            "Plugins.deny",
+            "",
+        ] {
+            assert!(touches_plugins(p), "{p}");
+        }
+        for p in ["agents.defaults.model", "pluginsx", "tools.fs"] {
+            assert!(!touches_plugins(p), "{p}");
+        }
+    }
+}

@@ -1,0 +1,831 @@
+//! Rule `map-access`: the agents' own tools must not reach the token map,
+//! and (rule `layer-controls`, whose files are listed in
+//! `rules/layer_controls.rs`) must not reach what controls the layer:
+//! OpenClaw's config and the secrets beside it, and the plugin's code.
+//! OpenClaw's file and media tools run as the gateway's uid, which owns all
+//! of these, so a model that names one could read every agent's token,
+//! replace the map, or switch the layer off.
+//!
+//! A call is decided on the paths OpenClaw will open, not on a picture of
+//! them. For every path a tool names:
+//! 1. it is read the way that tool reads it, in OpenClaw 2026.9.6's own code
+//!    (`crate::paths` names each function): an `@` file reference, a broken
+//!    `</arg_value>>` suffix, a `MEDIA:` prefix, a `file:` URL through
+//!    Node's own `fileURLToPath`, `~` with each of OpenClaw's three homes;
+//! 2. a relative path is resolved against the directory that tool runs in:
+//!    the session's spawned cwd, the agent's `cwd`, else its workspace as
+//!    OpenClaw resolves it (where OpenClaw's own answer is not at hand,
+//!    every workspace it may pick); an absent path is that directory itself;
+//! 3. the kernel resolves it (symlinks, `..` after them) as far as it
+//!    exists, and the rest is taken as named, so a location that doesn't
+//!    exist yet is refused all the same;
+//! 4. it is compared with every protected location by real path, by
+//!    lexical path and by (device, inode) of the file and its directory, so
+//!    a symlink, a hard link or a bind mount of one is caught too.
+//!
+//! Shells are a different matter: no path check sees what `exec` opens
+//! (docs/threat-model.md). `protectMap: "strict"` refuses them to agents
+//! outside OpenClaw's sandbox.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{Context, Decision, Params, ToolCall};
+use crate::paths;
+use crate::redact::shown;
+use crate::route::Route;
+use crate::sys;
+
+pub const RULE_ID: &str = "map-access";
+
+/// Tools that run a shell or a program: no path check can see what they
+/// open. `protectMap: "strict"` blocks them for agents without a sandbox.
+pub const EXEC_TOOLS: [&str; 4] = ["exec", "bash", "process", "terminal"];
+
+/// `protectMap`: how far the layer keeps the map from the agents' tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ProtectMap {
+    /// No path guard for the map (the result redaction is separate).
+    Off,
+    /// Block tool calls whose paths reach the map (the default).
+    #[default]
+    Paths,
+    /// `paths`, and block shells for agents not known to run in OpenClaw's
+    /// sandbox.
+    Strict,
+}
+
+/// What a tool does with a path it names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Reads the file (or uploads it somewhere).
+    Read,
+    /// Lists the directory.
+    List,
+    /// Reads every file under it (grep, find, a directory fetch), or runs
+    /// there (a spawned child's cwd, a shell's workdir).
+    Search,
+    /// Creates, changes, moves or deletes it.
+    Write,
+}
+
+/// Which rule a protected location belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Guard {
+    /// The token map and its directories: `map-access`.
+    Map,
+    /// What controls the layer: `layer-controls`.
+    Layer,
+}
+
+impl Guard {
+    pub fn rule(self) -> &'static str {
+        match self {
+            Guard::Map => RULE_ID,
+            Guard::Layer => super::layer_controls::RULE_ID,
+        }
+    }
+}
+
+/// A protected location, as configured (paths may not exist yet).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Location {
+    pub guard: Guard,
+    /// How a block reason names it ("the token map", "OpenClaw's config file").
+    pub what: &'static str,
+    /// Absolute, lexically normalized.
+    pub path: PathBuf,
+    /// A directory: it and everything under it.
+    pub dir: bool,
+    /// Reads (and listings, searches) are refused too, not only writes.
+    pub secret: bool,
+}
+
+impl Location {
+    fn refuses(&self, access: Access) -> bool {
+        self.secret || access == Access::Write
+    }
+}
+
+/// A location as it is now: its real path and identity, where it exists.
+#[derive(Debug, Clone)]
+struct Resolved {
+    loc: Location,
+    real: Option<PathBuf>,
+    id: Option<(u64, u64)>,
+}
+
+/// The protected locations, resolved; made again at least every
+/// [`REFRESH`] and whenever the map's watcher saw a change.
+#[derive(Debug)]
+pub struct Protected {
+    items: Vec<Resolved>,
+    made: Instant,
+    generation: u64,
+}
+
+/// How long a resolved set of protected locations is used: a rotation of
+/// the map changes its inode, a re-pointed symlink its real path. The
+/// lexical paths, which catch most, never go stale.
+pub const REFRESH: Duration = Duration::from_millis(500);
+
+impl Protected {
+    pub fn resolve(locations: &[Location], generation: u64) -> Protected {
+        let items = locations
+            .iter()
+            .map(|loc| {
+                let (real, id) = match sys::real_path(&loc.path) {
+                    Ok((real, st)) => (Some(real), Some((st.dev, st.ino))),
+                    Err(_) => (
+                        // Missing: its directory's real path, and the rest as named.
+                        Some(kernel_path(&loc.path)).filter(|r| *r != loc.path),
+                        None,
+                    ),
+                };
+                Resolved {
+                    loc: loc.clone(),
+                    real,
+                    id,
+                }
+            })
+            .collect();
+        Protected {
+            items,
+            made: Instant::now(),
+            generation,
+        }
+    }
+
+    pub fn fresh(&self, generation: u64) -> bool {
+        self.generation == generation && self.made.elapsed() < REFRESH
+    }
+}
+
+/// What the rule knows of each agent's file system, from OpenClaw's config
+/// (the hook's ctx has no workspace): where its tools run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AgentFs {
+    /// The run's cwd (`agents.entries.<id>.cwd`, else `agents.defaults.cwd`).
+    pub cwd: Option<PathBuf>,
+    /// Its workspace: OpenClaw's own answer (`resolveAgentWorkspaceDir`,
+    /// handed over by the plugin), or every workspace OpenClaw may pick
+    /// where that answer is not at hand.
+    pub workspaces: Vec<PathBuf>,
+    /// Whether every session of the agent runs in OpenClaw's sandbox
+    /// (`sandbox.mode: "all"`), so its shells can't see the host's files.
+    pub sandboxed: bool,
+}
+
+/// Per-agent file-system facts, set by the plugin from OpenClaw's config.
+#[derive(Debug, Clone, Default)]
+pub struct AgentFsTable {
+    pub agents: HashMap<String, AgentFs>,
+    /// For an agent the config doesn't list.
+    pub default: DefaultFs,
+}
+
+/// What an agent the config doesn't list gets: the defaults' cwd and
+/// sandbox, and the workspaces `resolveAgentWorkspaceDir`
+/// (`agent-scope-config-*.mjs`) may give any agent id.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DefaultFs {
+    pub cwd: Option<PathBuf>,
+    pub sandboxed: bool,
+    /// `agents.defaults.workspace`: the owner agent's workspace itself, and
+    /// `<it>/<id>` for the others.
+    pub defaults_workspace: Option<PathBuf>,
+    /// The owner agent's when `agents.defaults.workspace` is unset
+    /// (`resolveDefaultAgentWorkspaceDir`): `OPENCLAW_WORKSPACE_DIR`, else
+    /// `<stateDir>/workspace` or the profile's.
+    pub env_workspaces: Vec<PathBuf>,
+    /// `<stateDir>`, for `<stateDir>/workspace-<id>`.
+    pub state_dir: PathBuf,
+}
+
+impl DefaultFs {
+    /// Every workspace OpenClaw may give agent `id` (whether it is the
+    /// owner agent depends on state OpenClaw keeps to itself).
+    pub fn workspaces_of(&self, id: &str) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        match &self.defaults_workspace {
+            Some(w) => {
+                out.push(w.clone());
+                out.push(w.join(id));
+            }
+            None => {
+                out.extend(self.env_workspaces.iter().cloned());
+                out.push(self.state_dir.join(format!("workspace-{id}")));
+            }
+        }
+        out
+    }
+}
+
+impl AgentFsTable {
+    /// Where `agent`'s tools run.
+    pub fn get(&self, agent: Option<&str>) -> Cow<'_, AgentFs> {
+        if let Some(a) = agent.and_then(|a| self.agents.get(a)) {
+            return Cow::Borrowed(a);
+        }
+        let d = &self.default;
+        Cow::Owned(AgentFs {
+            cwd: d.cwd.clone(),
+            workspaces: agent.map(|id| d.workspaces_of(id)).unwrap_or_default(),
+            sandboxed: d.sandboxed,
+        })
+    }
+}
+
+/// What the rule knows of the host: the agents' file systems, and the
+/// locations it keeps out of their reach.
+#[derive(Debug, Default)]
+pub struct Facts {
+    pub agents: AgentFsTable,
+    pub locations: Vec<Location>,
+    /// The resolved locations, remade when stale.
+    pub resolved: parking_lot::Mutex<Option<Arc<Protected>>>,
+}
+
+impl Facts {
+    /// The protected locations, resolved now or recently (`generation`: the
+    /// map watcher's count of changes).
+    fn protected(&self, generation: u64) -> Arc<Protected> {
+        let mut slot = self.resolved.lock();
+        if let Some(p) = slot.as_ref().filter(|p| p.fresh(generation)) {
+            return p.clone();
+        }
+        let p = Arc::new(Protected::resolve(&self.locations, generation));
+        *slot = Some(p.clone());
+        p
+    }
+}
+
+/// The map's own locations: the file as configured and as its symlinks
+/// resolve now, and the directories holding each.
+pub fn map_locations(map: &Path) -> Vec<Location> {
+    let loc = |what, path: PathBuf, dir| Location {
+        guard: Guard::Map,
+        what,
+        path,
+        dir,
+        secret: true,
+    };
+    let mut out = vec![
+        loc("the token map", map.to_path_buf(), false),
+        loc("the token map's directory", paths::parent_of(map), true),
+    ];
+    // A symlinked map (supported): the file it ends at, and that file's directory.
+    if let Ok(real) = sys::canonicalize(map) {
+        if real != map {
+            out.push(loc("the token map", real.clone(), false));
+            out.push(loc(
+                "the token map's directory",
+                paths::parent_of(&real),
+                true,
+            ));
+        }
+    }
+    out
+}
+
+/// The directories a relative path of `agent`'s tools is resolved against,
+/// as OpenClaw picks them (`createOpenClawCodingToolsInternal`'s
+/// `codingRoot`, `agent-tools-*.mjs`): the session's spawned cwd, else the
+/// agent's cwd, else its workspace; a root workspace means the gateway's
+/// own cwd (`resolveWorkspaceRoot`). `message` resolves host media against
+/// the workspace instead (`createAgentScopedHostMediaReadFile`).
+fn bases(
+    cx: &Context<'_, '_>,
+    call: &ToolCall<'_>,
+    reading: Reading,
+) -> Result<Vec<PathBuf>, Need> {
+    let process_cwd = || cx.host.cwd();
+    if matches!(reading, Reading::GatewayCwd) {
+        return Ok(vec![process_cwd()]);
+    }
+    let entry = match call.session_key {
+        Some(key) => match cx.sessions.get(key) {
+            None => return Err(Need::Session(key.to_owned())),
+            Some(e) => e,
+        },
+        None => None,
+    };
+    let fs = cx.fs.agents.get(call.agent_id);
+    let spawned = |f: fn(&crate::sessions::SessionEntry) -> Option<&PathBuf>| {
+        entry.as_ref().and_then(|e| f(e).cloned())
+    };
+    let mut out: Vec<PathBuf> = match reading {
+        Reading::Message => spawned(|e| e.spawned_workspace.as_ref())
+            .map(|w| vec![w])
+            .unwrap_or_else(|| fs.workspaces.clone()),
+        _ => match spawned(|e| e.spawned_cwd.as_ref()).or_else(|| fs.cwd.clone()) {
+            Some(cwd) => vec![cwd],
+            None => spawned(|e| e.spawned_workspace.as_ref())
+                .map(|w| vec![w])
+                .unwrap_or_else(|| fs.workspaces.clone()),
+        },
+    };
+    if out.is_empty() || out.iter().any(|b| b.parent().is_none()) {
+        out.push(process_cwd());
+    }
+    out.dedup();
+    Ok(out)
+}
+
+/// The pipeline must look a session up first.
+enum Need {
+    Session(String),
+}
+
+/// How a tool reads the paths it is given (OpenClaw 2026.9.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reading {
+    /// `read`, `write`, `edit`, `ls` (`createOpenClawReadTool` and the host
+    /// write/edit operations): an `@` reference, a `</arg_value>>` suffix,
+    /// `file://` through `fileURLToPath`, `~` as the OS home; not trimmed.
+    File,
+    /// The media tools (`view_image`, `pdf`, `*_generate`): trimmed, an `@`
+    /// and a `MEDIA:` prefix taken off, `file:` in any case, `~` as the
+    /// effective home (`normalizeMediaReferenceInputs`).
+    Media,
+    /// `message` media (`resolveLocalMediaPath`): as `Media`, but a relative
+    /// path is the workspace's.
+    Message,
+    /// Paths resolved against the gateway process's cwd, with no `~`
+    /// (`nodes` `outPath`, `sessions_spawn`'s `cwd` through
+    /// `resolveUserPath`, which does expand `~`: both readings are taken).
+    GatewayCwd,
+}
+
+/// Every way `raw` may be read as a path by a tool that reads it `reading`.
+fn spellings(raw: &str, reading: Reading, host: &dyn crate::sessions::Host) -> Vec<PathBuf> {
+    let mut texts: Vec<String> = Vec::new();
+    let base = match reading {
+        Reading::File => paths::strip_arg_value_suffix(raw).to_owned(),
+        Reading::Media | Reading::Message | Reading::GatewayCwd => {
+            let t = paths::js_trim(raw);
+            let t = t.strip_prefix('@').map(paths::js_trim).unwrap_or(t);
+            paths::strip_media_prefix(t).to_owned()
+        }
+    };
+    for t in paths::at_prefix_readings(&base) {
+        if !texts.contains(&t) {
+            texts.push(t);
+        }
+    }
+    let mut out = Vec::new();
+    let homes = host.homes();
+    for t in texts {
+        if t.contains('\0') {
+            continue; // Node refuses the call: nothing is opened
+        }
+        if paths::is_file_url(&t) {
+            if let Some(p) = host.file_url_to_path(&t) {
+                out.push(p);
+            }
+        }
+        if t == "~" || t.starts_with("~/") || t.starts_with("~\\") {
+            for h in &homes {
+                out.push(paths::expand_tilde(&t, Some(h)));
+            }
+        }
+        out.push(PathBuf::from(t));
+    }
+    out
+}
+
+/// The absolute paths a tool opens for `raw`.
+fn absolutes(
+    raw: &str,
+    reading: Reading,
+    bases: &[PathBuf],
+    host: &dyn crate::sessions::Host,
+) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for p in spellings(raw, reading, host) {
+        if p.is_absolute() {
+            out.push(paths::resolve(Path::new("/"), &p));
+        } else {
+            for b in bases {
+                out.push(paths::resolve(b, &p));
+            }
+        }
+    }
+    out.dedup();
+    out
+}
+
+/// `path` as the kernel resolves it, as far as it exists (symlinks, then
+/// `..` after them); the rest appended as named. A dangling symlink is
+/// followed too: a write through it creates its target.
+fn kernel_path(path: &Path) -> PathBuf {
+    kernel_path_hops(path, 0)
+}
+
+fn kernel_path_hops(path: &Path, hops: usize) -> PathBuf {
+    if let Ok((real, _)) = sys::real_path(path) {
+        return real;
+    }
+    if hops < 40 {
+        if let Some(target) = sys::link_target(path) {
+            let parent = paths::parent_of(path);
+            return kernel_path_hops(&paths::resolve(&parent, &target), hops + 1);
+        }
+    }
+    match (path.parent(), path.file_name()) {
+        (Some(parent), Some(name)) if parent != path => kernel_path_hops(parent, hops).join(name),
+        _ => path.to_path_buf(),
+    }
+}
+
+/// Why `abs`, opened for `access`, reaches a protected location, if it does.
+fn reaches<'p>(
+    abs: &Path,
+    access: Access,
+    prot: &'p Protected,
+    guards: &[Guard],
+) -> Option<(&'p Location, &'static str)> {
+    let real = kernel_path(abs);
+    let own = sys::stat(&real).ok().map(|s| (s.dev, s.ino));
+    let parent = sys::stat(&paths::parent_of(&real))
+        .ok()
+        .map(|s| (s.dev, s.ino));
+    for item in prot.items.iter().filter(|i| guards.contains(&i.loc.guard)) {
+        let loc = &item.loc;
+        let spots = std::iter::once(&loc.path).chain(item.real.as_ref());
+        let same = |p: &Path| spots.clone().any(|s| s == p);
+        let under = |p: &Path| spots.clone().any(|s| p.starts_with(s));
+        let above = |p: &Path| spots.clone().any(|s| s.starts_with(p) && s != p);
+        if loc.refuses(access) {
+            if loc.dir {
+                if under(&real) || under(abs) || (own.is_some() && own == item.id) {
+                    return Some((loc, "is or is inside"));
+                }
+                if parent.is_some() && parent == item.id {
+                    return Some((loc, "is inside"));
+                }
+            } else if same(&real) || same(abs) || (own.is_some() && own == item.id) {
+                return Some((loc, "is"));
+            }
+        }
+        // A tree read reaches everything below; a listing names what is
+        // directly inside.
+        if access == Access::Search && loc.secret && (above(&real) || above(abs)) {
+            return Some((loc, "holds"));
+        }
+        let names = |p: &Path| spots.clone().any(|s| s.parent() == Some(p));
+        if access == Access::List && loc.secret && (names(&real) || names(abs)) {
+            return Some((loc, "lists"));
+        }
+        // No tool writes a directory above the map (as before: a writer
+        // must not get near it).
+        if access == Access::Write
+            && loc.guard == Guard::Map
+            && loc.dir
+            && (above(&real) || above(abs))
+        {
+            return Some((loc, "is a directory above"));
+        }
+    }
+    None
+}
+
+/// A string, the strings of a list, or the path-like strings of each
+/// object in a list (`message`'s `attachments`).
+fn collect_strings<'p>(v: Option<&'p Value>, keys: &[&str], out: &mut Vec<&'p str>) {
+    match v {
+        Some(Value::String(s)) => out.push(s),
+        Some(Value::Array(items)) => {
+            for item in items {
+                match item {
+                    Value::String(s) => out.push(s),
+                    Value::Object(o) => {
+                        for k in keys {
+                            if let Some(Value::String(s)) = o.get(*k) {
+                                out.push(s);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The keys of a `message` attachment that OpenClaw reads a file from
+/// (`readStructuredAttachmentMediaParam`, `openclaw-tools-*.mjs`).
+const ATTACHMENT_KEYS: &[&str] = &[
+    "media",
+    "mediaUrl",
+    "media_url",
+    "path",
+    "filePath",
+    "file_path",
+    "fileUrl",
+    "file_url",
+    "url",
+];
+
+/// The strings a call names as paths, in `names`.
+fn named<'p>(names: &[&str], params: &'p Params) -> Vec<&'p str> {
+    let mut out = Vec::new();
+    for name in names {
+        collect_strings(params.get(*name), ATTACHMENT_KEYS, &mut out);
+    }
+    out
+}
+
+/// Every path an `apply_patch` body names: `*** Add File: p`,
+/// `*** Update File: p`, `*** Delete File: p` and `*** Move to: p`. A line
+/// is a header once JS's `trim()` (which takes U+FEFF too) leaves one, as
+/// OpenClaw's `parseOneHunk` reads it; reading too many is safe.
+pub fn patch_paths(body: &str) -> impl Iterator<Item = &str> {
+    const MARKERS: [&str; 4] = [
+        "*** Add File: ",
+        "*** Update File: ",
+        "*** Delete File: ",
+        "*** Move to: ",
+    ];
+    body.lines().filter_map(|line| {
+        let line = paths::js_trim(line);
+        MARKERS.iter().find_map(|m| line.strip_prefix(m))
+    })
+}
+
+/// The guards the options switch on.
+fn guards(cx: &Context<'_, '_>) -> Vec<Guard> {
+    let mut g = Vec::new();
+    if cx.opts.protect_map != ProtectMap::Off {
+        g.push(Guard::Map);
+    }
+    if cx.opts.rules.layer_controls.enabled {
+        g.push(Guard::Layer);
+    }
+    g
+}
+
+/// Decides on `paths` (raw strings as the call names them), each read
+/// `reading` and opened for `access`; an empty list means the tool's own
+/// directory (a path left out, or `""`).
+fn decide_paths<'a>(
+    cx: &Context<'_, 'a>,
+    call: &ToolCall<'a>,
+    raw: Vec<&str>,
+    reading: Reading,
+    access: Access,
+) -> Decision<'a> {
+    let guards = guards(cx);
+    if guards.is_empty() {
+        return Decision::pass();
+    }
+    let needs_base = raw.is_empty() || raw.iter().any(|r| !Path::new(r.trim()).is_absolute());
+    let bases = if needs_base {
+        match bases(cx, call, reading) {
+            Ok(b) => b,
+            Err(Need::Session(key)) => return Decision::need_session(key, call.agent_id),
+        }
+    } else {
+        Vec::new()
+    };
+    let prot = cx.fs.protected(cx.generation);
+    let empty = [""];
+    let raw: Vec<&str> = if raw.iter().all(|r| r.is_empty()) {
+        empty.to_vec()
+    } else {
+        raw
+    };
+    for r in raw {
+        for abs in absolutes(r, reading, &bases, cx.host) {
+            if let Some((loc, how)) = reaches(&abs, access, &prot, &guards) {
+                return Decision::block(loc.guard.rule(), reason(call.tool, r, how, loc));
+            }
+        }
+    }
+    Decision::pass()
+}
+
+/// Tools that read the files they name (`read`, `memory_get`).
+pub fn read<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
+    decide_paths(
+        cx,
+        call,
+        named(route.reads, call.params),
+        Reading::File,
+        Access::Read,
+    )
+}
+
+/// `ls`: lists the directory it names, or its own.
+pub fn list<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
+    decide_paths(
+        cx,
+        call,
+        named(route.reads, call.params),
+        Reading::File,
+        Access::List,
+    )
+}
+
+/// `grep`, `find`: read the tree they name, or their own directory's.
+pub fn search<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
+    decide_paths(
+        cx,
+        call,
+        named(route.reads, call.params),
+        Reading::File,
+        Access::Search,
+    )
+}
+
+/// `write`, `edit`: change the files they name.
+pub fn write<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
+    let raw = named(route.reads, call.params);
+    if raw.is_empty() {
+        return Decision::pass(); // OpenClaw refuses a write without a path
+    }
+    decide_paths(cx, call, raw, Reading::File, Access::Write)
+}
+
+/// `apply_patch`: every path its headers name, and every path OpenClaw
+/// derived from them for the policy tier (`event.derivedPaths`, absolute,
+/// resolved against the run's own directory): both are checked.
+pub fn patch<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
+    let mut raw: Vec<&str> = Vec::new();
+    for name in route.reads {
+        if let Some(Value::String(body)) = call.params.get(*name) {
+            raw.extend(patch_paths(body));
+        }
+    }
+    raw.extend(call.derived_paths.iter().map(String::as_str));
+    if raw.is_empty() {
+        return Decision::pass();
+    }
+    decide_paths(cx, call, raw, Reading::File, Access::Write)
+}
+
+/// The media tools: read the files they name.
+pub fn media<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
+    let raw = named(route.reads, call.params);
+    if raw.is_empty() {
+        return Decision::pass();
+    }
+    decide_paths(cx, call, raw, Reading::Media, Access::Read)
+}
+
+/// `message`: reads the files it attaches and sends them to a chat.
+pub fn message<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
+    let raw = named(route.reads, call.params);
+    if raw.is_empty() {
+        return Decision::pass();
+    }
+    decide_paths(cx, call, raw, Reading::Message, Access::Read)
+}
+
+/// Tools whose paths are on a paired node or in the browser's sandboxed
+/// folders, which may be this host: read as absolute host paths.
+pub fn node_files<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
+    let raw = named(route.reads, call.params);
+    if raw.is_empty() {
+        return Decision::pass();
+    }
+    let access = match call.tool {
+        "file_write" => Access::Write,
+        "dir_fetch" => Access::Search,
+        "dir_list" => Access::List,
+        _ => Access::Read,
+    };
+    decide_paths(cx, call, raw, Reading::Media, access)
+}
+
+/// `nodes` writes a screen capture to `outPath` on the gateway host,
+/// relative to the gateway's cwd.
+pub fn node_output<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
+    let raw = named(route.reads, call.params);
+    if raw.is_empty() {
+        return Decision::pass();
+    }
+    decide_paths(cx, call, raw, Reading::GatewayCwd, Access::Write)
+}
+
+/// The `browser` tool: `path` is where a download or a screenshot is
+/// written, `paths` files it uploads.
+pub fn browser<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decision<'a> {
+    let out = named(&["path"], call.params);
+    if !out.is_empty() {
+        let d = decide_paths(cx, call, out, Reading::Media, Access::Write);
+        if d.is_block() || d.need_session.is_some() {
+            return d;
+        }
+    }
+    let up = named(&["paths"], call.params);
+    if up.is_empty() {
+        return Decision::pass();
+    }
+    decide_paths(cx, call, up, Reading::Media, Access::Read)
+}
+
+/// `sessions_spawn`'s `cwd`: the child runs there (OpenClaw keeps it as the
+/// session's `spawnedCwd`, through `resolveUserPath`: `~` expanded, a
+/// relative one against the gateway's cwd), so one in a protected directory
+/// is refused as its listing would be. The child's own paths are then
+/// resolved against that cwd, which its session entry records.
+pub fn spawn_cwd<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>) -> Option<Decision<'a>> {
+    let raw = named(&["cwd"], call.params);
+    if raw.iter().all(|r| paths::js_trim(r).is_empty()) {
+        return None;
+    }
+    let d = decide_paths(cx, call, raw, Reading::GatewayCwd, Access::List);
+    (d.is_block() || d.need_session.is_some()).then_some(d)
+}
+
+/// A shell or a program, under `protectMap: "strict"`: refused to agents not
+/// known to run in OpenClaw's sandbox.
+pub fn exec<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decision<'a> {
+    if cx.fs.agents.get(call.agent_id).sandboxed {
+        return Decision::pass();
+    }
+    Decision::block(RULE_ID, exec_reason(call.tool, call.agent_id))
+}
+
+/// `automations` (OpenClaw's cron, `cron-tool-*.mjs`) under `protectMap:
+/// "strict"`: a job that keeps a command running (`schedule.kind:
+/// "stream"`) or runs a script (`payload.kind: "script"`) on the host is a
+/// shell by another name.
+pub fn automations<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
+    let kind = |obj: &str| {
+        call.params
+            .get("job")
+            .and_then(|j| j.get(obj))
+            .and_then(|o| o.get("kind"))
+            .and_then(Value::as_str)
+    };
+    if kind("schedule") == Some("stream") || kind("payload") == Some("script") {
+        return exec(cx, call, route);
+    }
+    Decision::pass()
+}
+
+/// `sessions_spawn` with `runtime: "acp"` under `protectMap: "strict"`: an
+/// external harness whose own tools run on the host, outside OpenClaw's
+/// hooks.
+pub fn spawn_runtime<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>) -> Option<Decision<'a>> {
+    let acp = call
+        .params
+        .get("runtime")
+        .and_then(Value::as_str)
+        .map(paths::js_trim)
+        == Some("acp");
+    if !acp
+        || cx.opts.protect_map != ProtectMap::Strict
+        || cx.fs.agents.get(call.agent_id).sandboxed
+    {
+        return None;
+    }
+    Some(Decision::block(
+        RULE_ID,
+        exec_reason("sessions_spawn runtime \"acp\"", call.agent_id),
+    ))
+}
+
+/// The block reason for `exec`/`process` under `protectMap: "strict"`.
+pub fn exec_reason(tool: &str, agent: Option<&str>) -> String {
+    format!(
+        "{RULE_ID}: {tool} is blocked for agent {}: it runs on the gateway's host, where a shell can read the token map, and protectMap is \"strict\". Use read/write/edit for files; the operator can run this agent in OpenClaw's sandbox (agents.list[].sandbox.mode: \"all\") to allow {tool}.",
+        shown(agent.unwrap_or("(unknown)"))
+    )
+}
+
+fn reason(tool: &str, raw: &str, how: &str, loc: &Location) -> String {
+    let given = if raw.is_empty() {
+        "(its own directory)".to_owned()
+    } else {
+        format!("\"{}\"", shown(raw))
+    };
+    match loc.guard {
+        Guard::Map => format!(
+            "{RULE_ID}: {tool} refused: the path {given} {how} {} ({}), which holds every agent's credentials; no tool may read, change, move or delete it. Work on other files.",
+            loc.what,
+            loc.path.display()
+        ),
+        Guard::Layer => format!(
+            "{}: {tool} refused: the path {given} {how} {} ({}), which controls the identity layer{}; agents' tools may not {}. The operator changes it.",
+            super::layer_controls::RULE_ID,
+            loc.what,
+            loc.path.display(),
+            if loc.secret { " and holds the gateway's secrets" } else { "" },
+            if loc.secret { "read or change it" } else { "change it" },
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,705 @@
+//! The path guard, case by case: every way OpenClaw 2026.9.6's tools read a
+//! path that reaches a protected location is refused, and other paths pass.
+
+use std::collections::HashMap;
+use std::os::unix::fs::symlink;
+
+use serde_json::json;
+
+use super::*;
+use crate::options::Options;
+use crate::rules::{MapView, Verdict};
+use crate::sessions::{Host, Known, SessionEntry};
+use crate::token_map::TokenMap;
+
+struct TempDir(PathBuf);
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A home with a workspace, a map in `~/.config/micelclaw`, an OpenClaw
+/// state dir with its config, and an installed plugin.
+struct Fixture {
+    _tmp: TempDir,
+    root: PathBuf,
+    home: PathBuf,
+    ws: PathBuf,
+    map: PathBuf,
+    config: PathBuf,
+    plugin: PathBuf,
+}
+
+fn fixture(tag: &str) -> Fixture {
+    let root = std::env::temp_dir().join(format!("ci-map-access-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let home = root.join("home");
+    let ws = home.join("ws");
+    let dir = home.join(".config/micelclaw");
+    let state = home.join(".openclaw");
+    let plugin = state.join("extensions/claw-identity");
+    for d in [&dir, &ws, &plugin] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let map = dir.join("agent-tokens.json");
+    std::fs::write(&map, "{}").unwrap();
+    let config = state.join("openclaw.json");
+    std::fs::write(&config, "{}").unwrap();
+    Fixture {
+        _tmp: TempDir(root.clone()),
+        root,
+        home,
+        ws,
+        map,
+        config,
+        plugin,
+    }
+}
+
+/// OpenClaw as the rule asks it: a home, a cwd, session entries.
+struct TestHost {
+    homes: Vec<PathBuf>,
+    cwd: PathBuf,
+}
+
+impl Host for TestHost {
+    fn session(&self, _: &str, _: &str) -> Result<Option<SessionEntry>, String> {
+        Ok(None)
+    }
+    fn homes(&self) -> Vec<PathBuf> {
+        self.homes.clone()
+    }
+    fn cwd(&self) -> PathBuf {
+        self.cwd.clone()
+    }
+}
+
+impl Fixture {
+    fn locations(&self) -> Vec<Location> {
+        let mut l = map_locations(&self.map);
+        let layer = |what, path: &Path, dir, secret| Location {
+            guard: Guard::Layer,
+            what,
+            path: path.to_path_buf(),
+            dir,
+            secret,
+        };
+        l.push(layer("OpenClaw's config file", &self.config, false, true));
+        l.push(layer(
+            "claw-identity's installed files",
+            &self.plugin,
+            true,
+            false,
+        ));
+        l
+    }
+
+    fn facts(&self, agent: AgentFs) -> Facts {
+        Facts {
+            agents: AgentFsTable {
+                agents: HashMap::from([("paco--francis".to_owned(), agent)]),
+                default: DefaultFs::default(),
+            },
+            locations: self.locations(),
+            ..Facts::default()
+        }
+    }
+
+    fn in_ws(&self) -> AgentFs {
+        AgentFs {
+            cwd: None,
+            workspaces: vec![self.ws.clone()],
+            sandboxed: false,
+        }
+    }
+
+    /// The verdict through the route table, as the engine reaches it.
+    fn decide(
+        &self,
+        agent: AgentFs,
+        sessions: &Known,
+        session: Option<&str>,
+        tool: &str,
+        params: Value,
+    ) -> Decision<'static> {
+        self.decide_with(agent, sessions, session, tool, params, &[], json!({}))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn decide_with(
+        &self,
+        agent: AgentFs,
+        sessions: &Known,
+        session: Option<&str>,
+        tool: &str,
+        params: Value,
+        derived: &[String],
+        extra: Value,
+    ) -> Decision<'static> {
+        let Value::Object(p) = params else { panic!() };
+        let mut o = json!({"tokenMapPath": self.map});
+        o.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        let opts = Options::from_json(&o.to_string()).unwrap();
+        let Some(route) = crate::route::Router::new(&opts).route(tool) else {
+            return Decision::pass();
+        };
+        let map: &'static TokenMap = Box::leak(Box::default());
+        let view = MapView {
+            map,
+            generation: 0,
+            loaded: true,
+            stale: false,
+            redactor: None,
+        };
+        let fs = self.facts(agent);
+        let host = TestHost {
+            homes: vec![self.home.clone()],
+            cwd: self.root.clone(),
+        };
+        let cx = Context {
+            opts: &opts,
+            view: &view,
+            sessions,
+            fs: &fs,
+            host: &host,
+            generation: 0,
+        };
+        let params: &'static Params = Box::leak(Box::new(p));
+        let derived: &'static [String] = Box::leak(derived.to_vec().into_boxed_slice());
+        let call = ToolCall {
+            tool: Box::leak(tool.to_owned().into_boxed_str()),
+            agent_id: Some("paco--francis"),
+            session_key: session.map(|s| &*Box::leak(s.to_owned().into_boxed_str())),
+            params,
+            derived_paths: derived,
+        };
+        (route.decide)(&cx, &call, route)
+    }
+
+    /// The block reason, if the call is refused; the agent works in `ws`, no session.
+    fn check(&self, tool: &str, params: Value) -> Option<String> {
+        blocked(self.decide(self.in_ws(), &Known::default(), None, tool, params))
+    }
+}
+
+fn blocked(d: Decision<'_>) -> Option<String> {
+    match d.verdict {
+        Verdict::Block(r) => Some(r),
+        _ => None,
+    }
+}
+
+#[test]
+fn every_spelling_of_the_map_is_refused_to_read() {
+    let f = fixture("spell");
+    let abs = f.map.display().to_string();
+    for path in [
+        abs.clone(),
+        "~/.config/micelclaw/agent-tokens.json".into(),
+        "../.config/micelclaw/agent-tokens.json".into(),
+        "./../.config/./micelclaw//agent-tokens.json".into(),
+        "nonexistent/../../.config/micelclaw/agent-tokens.json".into(),
+        format!("@{abs}"),
+        format!("{abs}</arg_value>>"),
+        format!("file://{}", abs.replace("micelclaw", "micel%63law")),
+    ] {
+        let r = f.check("read", json!({ "path": path }));
+        let r = r.unwrap_or_else(|| panic!("{path} passed"));
+        assert!(r.starts_with("map-access: read refused"), "{r}");
+    }
+    for key in ["file_path", "filePath"] {
+        assert!(f.check("read", json!({ key: abs })).is_some(), "{key}");
+    }
+}
+
+#[test]
+fn file_urls_are_read_as_nodes_file_url_to_path_reads_them() {
+    let f = fixture("urls");
+    let abs = f.map.display().to_string();
+    let tail = abs.trim_start_matches('/');
+    for url in [
+        format!("file://localhost/{tail}"),
+        format!("FILE://LocalHost/{tail}"),
+        format!("file:///{tail}?download=1"),
+        format!("file:///{tail}#top"),
+        format!("file:///{}", tail.replace('/', "\\")),
+        format!("file:///{}", tail.replace("agent-tokens", "agent-to\tkens")),
+        format!("file:///{}", tail.replace("agent-tokens", "agent-to\nkens")),
+        format!("file:/{tail}"),
+    ] {
+        for tool in ["read", "edit", "write"] {
+            assert!(
+                f.check(tool, json!({"path": url, "content": "x"}))
+                    .is_some(),
+                "{tool} {url:?}"
+            );
+        }
+        assert!(
+            f.check("view_image", json!({"path": url})).is_some(),
+            "view_image {url:?}"
+        );
+    }
+}
+
+#[test]
+fn other_files_pass() {
+    let f = fixture("pass");
+    std::fs::write(f.ws.join("notes.md"), "x").unwrap();
+    for (tool, p) in [
+        ("read", json!({"path": "notes.md"})),
+        ("write", json!({"path": "new/file.txt", "content": "x"})),
+        ("ls", json!({"path": "~"})),
+        ("ls", json!({})),
+        ("read", json!({"path": "~/.config"})),
+        ("edit", json!({"path": "/etc/hosts", "edits": []})),
+        ("read", json!({"path": f.plugin.join("index.js")})),
+        ("message", json!({"action": "send", "message": f.map})),
+    ] {
+        assert_eq!(f.check(tool, p.clone()), None, "{tool} {p}");
+    }
+    assert_eq!(f.check("exec", json!({"command": "cat x"})), None);
+}
+
+#[test]
+fn the_default_agents_own_workspace_is_where_its_relative_paths_start() {
+    // OpenClaw gives the owner agent agents.defaults.workspace itself (not
+    // <workspace>/<id>); the config may not say which agent that is, so
+    // every workspace OpenClaw may pick is a base.
+    let f = fixture("owner");
+    let cfg = crate::ops::config::OpenClawConfig::from_text(&format!(
+        r#"{{ agents: {{ defaults: {{ workspace: "{}" }}, entries: {{ "paco--francis": {{ default: true }}, "paco--dali": {{}} }} }} }}"#,
+        f.ws.display()
+    ));
+    let table = cfg.agent_fs();
+    let francis = table.get(Some("paco--francis")).into_owned();
+    assert!(francis.workspaces.contains(&f.ws), "{francis:?}");
+    let rel = "../.config/micelclaw/agent-tokens.json";
+    for (tool, p) in [
+        ("read", json!({"path": rel})),
+        ("edit", json!({"path": rel, "edits": []})),
+        ("write", json!({"path": rel, "content": "{}"})),
+    ] {
+        let d = f.decide(francis.clone(), &Known::default(), None, tool, p);
+        assert!(blocked(d).is_some(), "{tool}");
+    }
+    // An agent the config doesn't list gets the workspaces of any id.
+    let ghost = table.get(Some("ghost")).into_owned();
+    assert!(ghost.workspaces.contains(&f.ws.join("ghost")) && ghost.workspaces.contains(&f.ws));
+}
+
+#[test]
+fn a_spawned_childs_paths_start_in_its_spawned_cwd() {
+    let f = fixture("spawned");
+    let child = "agent:paco--francis:subagent:1";
+    let known = Known::default();
+    // Its entry isn't known yet: look it up first.
+    let d = f.decide(
+        f.in_ws(),
+        &known,
+        Some(child),
+        "read",
+        json!({"path": "agent-tokens.json"}),
+    );
+    assert_eq!(
+        d.need_session.map(|n| n.session_key),
+        Some(child.to_owned())
+    );
+    known.note(
+        child,
+        Some(SessionEntry {
+            spawned_cwd: Some(f.map.parent().unwrap().to_path_buf()),
+            ..Default::default()
+        }),
+    );
+    for (tool, p) in [
+        ("read", json!({"path": "agent-tokens.json"})),
+        ("edit", json!({"path": "agent-tokens.json", "edits": []})),
+        ("grep", json!({"pattern": "[0-9a-f]"})),
+        ("ls", json!({})),
+        ("ls", json!({"path": ""})),
+    ] {
+        let d = f.decide(f.in_ws(), &known, Some(child), tool, p.clone());
+        assert!(blocked(d).is_some(), "{tool} {p}");
+    }
+    // An absolute path needs no session.
+    let d = f.decide(
+        f.in_ws(),
+        &Known::default(),
+        Some("agent:x:subagent:2"),
+        "read",
+        json!({"path": "/etc/hostname"}),
+    );
+    assert!(d.need_session.is_none() && blocked(d).is_none());
+}
+
+#[test]
+fn a_spawn_whose_cwd_is_in_a_protected_directory_is_refused() {
+    let f = fixture("spawncwd");
+    let dir = f.map.parent().unwrap().display().to_string();
+    for cwd in [
+        dir.clone(),
+        format!("{dir}/sub"),
+        "~/.config/micelclaw".into(),
+    ] {
+        let r = f.check("sessions_spawn", json!({"task": "t", "cwd": cwd}));
+        assert!(
+            r.is_some_and(|r| r.starts_with("map-access: sessions_spawn refused")),
+            "{cwd}"
+        );
+    }
+    assert_eq!(
+        f.check("sessions_spawn", json!({"task": "t", "cwd": f.ws})),
+        None
+    );
+}
+
+#[test]
+fn grep_without_a_path_searches_its_cwd_and_may_not_from_above_the_map() {
+    let f = fixture("grep");
+    let home_agent = AgentFs {
+        cwd: Some(f.home.clone()),
+        workspaces: vec![],
+        sandboxed: false,
+    };
+    for p in [json!({"pattern": "x"}), json!({"pattern": "x", "path": ""})] {
+        let d = f.decide(
+            home_agent.clone(),
+            &Known::default(),
+            None,
+            "grep",
+            p.clone(),
+        );
+        assert!(blocked(d).is_some_and(|r| r.contains("holds")), "{p}");
+    }
+    assert!(f
+        .check("grep", json!({"pattern": "x", "path": "~"}))
+        .is_some());
+    assert_eq!(
+        f.check("grep", json!({"pattern": "x"})),
+        None,
+        "its workspace holds no secret"
+    );
+    // A listing of the directory above names the map's directory: refused; two above: passes.
+    assert!(f.check("ls", json!({"path": "~/.config"})).is_some());
+    assert_eq!(f.check("ls", json!({"path": "~"})), None);
+}
+
+#[test]
+fn the_maps_location_is_refused_while_its_directory_is_missing() {
+    let f = fixture("missing");
+    std::fs::remove_dir_all(f.map.parent().unwrap()).unwrap();
+    let rel = "../.config/micelclaw/agent-tokens.json";
+    for (tool, p) in [
+        ("write", json!({"path": f.map, "content": "{}"})),
+        ("write", json!({"path": rel, "content": "{}"})),
+        (
+            "apply_patch",
+            json!({"input": format!("*** Begin Patch\n*** Add File: {}\n+{{}}\n*** End Patch", f.map.display())}),
+        ),
+        ("read", json!({"path": f.map})),
+    ] {
+        assert!(f.check(tool, p.clone()).is_some(), "{tool} {p}");
+    }
+}
+
+#[test]
+fn a_symlinked_maps_real_directory_is_guarded_like_its_configured_one() {
+    let f = fixture("linkedmap");
+    let real_dir = f.root.join("secrets");
+    std::fs::create_dir_all(&real_dir).unwrap();
+    let real = real_dir.join("tokens.json");
+    std::fs::rename(&f.map, &real).unwrap();
+    symlink(&real, &f.map).unwrap();
+    for (tool, p) in [
+        ("ls", json!({"path": real_dir})),
+        ("grep", json!({"pattern": "x", "path": real_dir})),
+        (
+            "write",
+            json!({"path": real_dir.join("other.json"), "content": "x"}),
+        ),
+        ("read", json!({"path": real})),
+    ] {
+        assert!(f.check(tool, p.clone()).is_some(), "{tool} {p}");
+    }
+}
+
+#[test]
+fn symlinks_and_hard_links_to_the_map_are_caught() {
+    let f = fixture("links");
+    symlink(&f.map, f.ws.join("innocent.txt")).unwrap();
+    symlink(f.map.parent().unwrap(), f.ws.join("cfg")).unwrap();
+    std::fs::hard_link(&f.map, f.ws.join("copy.json")).unwrap();
+    // A dangling link into the map's directory: writing through it creates a file there.
+    symlink(
+        f.map.parent().unwrap().join("new.json"),
+        f.ws.join("dangling"),
+    )
+    .unwrap();
+    for (tool, path) in [
+        ("read", "innocent.txt"),
+        ("read", "cfg/agent-tokens.json"),
+        ("ls", "cfg"),
+        ("read", "copy.json"),
+        ("write", "dangling"),
+        ("write", "cfg/other.json"),
+    ] {
+        assert!(
+            f.check(tool, json!({"path": path, "content": "{}"}))
+                .is_some(),
+            "{tool} {path}"
+        );
+    }
+}
+
+#[test]
+fn writers_may_not_touch_directories_above_the_map() {
+    let f = fixture("above");
+    assert!(f
+        .check("write", json!({"path": "~/.config", "content": ""}))
+        .is_some());
+    assert!(f
+        .check("grep", json!({"path": "~", "pattern": "x"}))
+        .is_some());
+    assert_eq!(f.check("read", json!({"path": "~/.config"})), None);
+    assert_eq!(
+        f.check("ls", json!({"path": f.root.display().to_string()})),
+        None
+    );
+}
+
+#[test]
+fn every_path_of_a_patch_is_checked_as_openclaws_parser_reads_its_headers() {
+    let f = fixture("patch");
+    let ok = "*** Begin Patch\n*** Add File: a.txt\n+x\n*** End Patch";
+    assert_eq!(f.check("apply_patch", json!({ "input": ok })), None);
+    for header in [
+        "*** Add File: ../.config/micelclaw/agent-tokens.json\n+{}",
+        "*** Delete File: ~/.config/micelclaw/agent-tokens.json",
+        "*** Update File: ~/.config/micelclaw/agent-tokens.json\n@@\n-{}\n+{ }",
+        "*** Update File: a.txt\n*** Move to: ~/.config/micelclaw/agent-tokens.json\n@@\n-x\n+y",
+        "  *** Delete File: ~/.config/micelclaw/agent-tokens.json  ",
+        // JS trim() takes U+FEFF and U+3000 off too.
+        "\u{feff}*** Delete File: ~/.config/micelclaw/agent-tokens.json",
+        "\u{feff}*** Add File: ../.config/micelclaw/agent-tokens.json\n+{}",
+        "*** Update File: a.txt\n\u{feff}*** Move to: ~/.config/micelclaw/agent-tokens.json",
+        "\u{3000}*** Delete File: ~/.config/micelclaw/agent-tokens.json",
+    ] {
+        let body = format!("*** Begin Patch\n{header}\n*** End Patch");
+        assert!(
+            f.check("apply_patch", json!({ "input": body })).is_some(),
+            "{header:?}"
+        );
+    }
+    let wrapped = "<<EOF\n*** Begin Patch\r\n*** Delete File: ~/.config/micelclaw/agent-tokens.json\r\n*** End Patch\nEOF";
+    assert!(f
+        .check("apply_patch", json!({ "input": wrapped }))
+        .is_some());
+}
+
+#[test]
+fn openclaws_own_derived_patch_paths_are_checked_too() {
+    let f = fixture("derived");
+    let body = json!({"input": "*** Begin Patch\n*** Add File: harmless.txt\n+x\n*** End Patch"});
+    let derived = [f.map.display().to_string()];
+    let d = f.decide_with(
+        f.in_ws(),
+        &Known::default(),
+        None,
+        "apply_patch",
+        body.clone(),
+        &derived,
+        json!({}),
+    );
+    assert!(blocked(d).is_some());
+    let d = f.decide_with(
+        f.in_ws(),
+        &Known::default(),
+        None,
+        "apply_patch",
+        body,
+        &[f.ws.join("harmless.txt").display().to_string()],
+        json!({}),
+    );
+    assert!(blocked(d).is_none());
+}
+
+#[test]
+fn media_tools_and_every_message_media_key_are_checked() {
+    let f = fixture("media");
+    let abs = f.map.display().to_string();
+    for (tool, p) in [
+        ("pdf", json!({"pdfs": ["a.pdf", abs]})),
+        ("view_image", json!({"paths": [abs]})),
+        ("view_image", json!({"path": format!("  @ MEDIA: {abs}")})),
+        ("video_generate", json!({"prompt": "x", "videos": [abs]})),
+        ("video_generate", json!({"prompt": "x", "audioRef": abs})),
+        (
+            "image_generate",
+            json!({"prompt": "x", "image": format!("FILE://{abs}")}),
+        ),
+        (
+            "message",
+            json!({"action": "send", "attachments": [{"media": abs}]}),
+        ),
+        (
+            "message",
+            json!({"action": "send", "attachments": [{"url": format!("file://{abs}")}]}),
+        ),
+        (
+            "message",
+            json!({"action": "send", "attachments": [{"fileUrl": abs}]}),
+        ),
+        ("message", json!({"action": "send", "media": abs})),
+        ("message", json!({"action": "send", "mediaUrl": abs})),
+        ("message", json!({"action": "send", "fileUrl": abs})),
+        ("message", json!({"action": "send", "image": abs})),
+        ("message", json!({"action": "send", "mediaUrls": [abs]})),
+        ("message", json!({"action": "send", "media_urls": [abs]})),
+        ("message", json!({"action": "send", "file_path": abs})),
+    ] {
+        assert!(f.check(tool, p.clone()).is_some(), "{tool} {p}");
+    }
+}
+
+#[test]
+fn every_tool_that_reaches_a_host_path_is_checked() {
+    let f = fixture("tools");
+    let abs = f.map.display().to_string();
+    for (tool, p) in [
+        ("memory_get", json!({"path": abs})),
+        ("file_fetch", json!({"node": "n", "path": abs})),
+        (
+            "dir_list",
+            json!({"node": "n", "path": f.map.parent().unwrap()}),
+        ),
+        ("dir_fetch", json!({"node": "n", "path": f.home})),
+        (
+            "file_write",
+            json!({"node": "n", "path": abs, "contentBase64": ""}),
+        ),
+        ("browser", json!({"action": "upload", "paths": [abs]})),
+        ("browser", json!({"action": "screenshot", "path": abs})),
+        (
+            "nodes",
+            json!({"action": "screen_snapshot", "outPath": abs}),
+        ),
+    ] {
+        assert!(f.check(tool, p.clone()).is_some(), "{tool} {p}");
+    }
+}
+
+#[test]
+fn a_tilde_with_home_unset_is_the_password_databases_home_too() {
+    // The host's homes are HOME, USERPROFILE, os.homedir() and OPENCLAW_HOME:
+    // any of them may be the one `~` stands for.
+    let f = fixture("nohome");
+    let other = TestHost {
+        homes: vec![f.root.join("elsewhere"), f.home.clone()],
+        cwd: f.root.clone(),
+    };
+    let Value::Object(p) = json!({"path": "~/.config/micelclaw/agent-tokens.json"}) else {
+        panic!()
+    };
+    let bases = vec![f.ws.clone()];
+    let all = absolutes(p["path"].as_str().unwrap(), Reading::File, &bases, &other);
+    assert!(all.contains(&f.map), "{all:?}");
+}
+
+#[test]
+fn the_layers_own_controls_are_out_of_reach() {
+    let f = fixture("layer");
+    // The config can be neither read nor changed; the plugin's files not changed.
+    for (tool, p) in [
+        ("read", json!({"path": f.config})),
+        ("edit", json!({"path": f.config, "edits": []})),
+        ("write", json!({"path": f.config, "content": "{}"})),
+        (
+            "apply_patch",
+            json!({"input": format!("*** Begin Patch\n*** Delete File: {}\n*** End Patch", f.config.display())}),
+        ),
+        (
+            "write",
+            json!({"path": f.plugin.join("index.js"), "content": ""}),
+        ),
+        (
+            "write",
+            json!({"path": f.plugin.join("lib/new.js"), "content": ""}),
+        ),
+    ] {
+        let r = f
+            .check(tool, p.clone())
+            .unwrap_or_else(|| panic!("{tool} {p} passed"));
+        assert!(
+            r.starts_with(&format!("layer-controls: {tool} refused")),
+            "{r}"
+        );
+    }
+    // Off: only the map is guarded.
+    let off = json!({"rules": {"layerControls": {"enabled": false}}});
+    let d = f.decide_with(
+        f.in_ws(),
+        &Known::default(),
+        None,
+        "write",
+        json!({"path": f.config, "content": "{}"}),
+        &[],
+        off.clone(),
+    );
+    assert!(blocked(d).is_none());
+    let d = f.decide_with(
+        f.in_ws(),
+        &Known::default(),
+        None,
+        "read",
+        json!({"path": f.map}),
+        &[],
+        off,
+    );
+    assert!(blocked(d).is_some());
+}
+
+#[test]
+fn a_rotated_map_is_still_caught() {
+    let f = fixture("rotate");
+    let tmp = f.map.with_extension("tmp");
+    std::fs::write(&tmp, "{}").unwrap();
+    std::fs::rename(&tmp, &f.map).unwrap();
+    assert!(f
+        .check(
+            "read",
+            json!({"path": "~/.config/micelclaw/agent-tokens.json"})
+        )
+        .is_some());
+}
+
+#[test]
+fn an_unlisted_agent_is_checked_against_every_workspace_it_may_have() {
+    let f = fixture("unlisted");
+    let d = f.decide(
+        AgentFs {
+            cwd: None,
+            workspaces: vec![f.root.join("a/b"), f.ws.clone()],
+            sandboxed: false,
+        },
+        &Known::default(),
+        None,
+        "read",
+        json!({"path": "../.config/micelclaw/agent-tokens.json"}),
+    );
+    assert!(blocked(d).is_some());
+}
+
+#[test]
+fn reasons_never_carry_a_token_and_name_the_rule() {
+    let f = fixture("reason");
+    let tok = "ab".repeat(32);
+    std::fs::write(&f.map, format!("{{\"a\":\"{tok}\"}}")).unwrap();
+    let r = f.check("read", json!({"path": f.map})).unwrap();
+    assert!(
+        r.starts_with("map-access: ") && !r.contains(&tok[..16]),
+        "{r}"
+    );
+}

@@ -1,0 +1,121 @@
+// The OpenClaw plugin entry over one build: it registers the trusted policy,
+// the ordinary hook, the tool-result middleware and the operator surfaces.
+// Wiring only: every decision is made in Rust.
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { registerCommands, registerOperatorSurfaces, registerWatcherService } from './surfaces.js';
+
+const PLUGIN_ID = 'claw-identity';
+
+/**
+ * OpenClaw's session store, as the rules call it: `ensure` creates a
+ * delegation session if it is missing (create-only: an existing session is
+ * left exactly as it is); `entryOf` reads the fields of a session's entry
+ * the rules read: who spawned it, and the cwd and workspace it was spawned
+ * with (its tools run there).
+ */
+function sessionStoreOf(api) {
+  const store = api.runtime?.agent?.session;
+  if (typeof store?.patchSessionEntry !== 'function' || typeof store?.getSessionEntry !== 'function') return undefined;
+  return {
+    ensure: (agentId, sessionKey) =>
+      store.patchSessionEntry({
+        agentId,
+        sessionKey,
+        fallbackEntry: { sessionId: randomUUID(), updatedAt: Date.now() },
+        update: (_entry, context) => (context?.existingEntry === undefined ? {} : undefined),
+      }),
+    entryOf: (agentId, sessionKey) => {
+      const e = store.getSessionEntry({ agentId, sessionKey, readConsistency: 'latest' });
+      return e && { spawnedBy: e.spawnedBy, spawnedCwd: e.spawnedCwd, spawnedWorkspaceDir: e.spawnedWorkspaceDir };
+    },
+  };
+}
+
+/**
+ * Each configured agent's workspace, as OpenClaw itself resolves it
+ * (`api.runtime.agent.resolveAgentWorkspaceDir`), where this OpenClaw offers
+ * it: map-access resolves the agents' relative paths against it.
+ */
+function workspacesOf(api, config) {
+  const resolve = api.runtime?.agent?.resolveAgentWorkspaceDir;
+  const entries = config?.agents?.entries ?? Object.fromEntries((config?.agents?.list ?? []).map((a) => [a?.id, a]));
+  if (typeof resolve !== 'function' || entries === null || typeof entries !== 'object') return undefined;
+  const out = {};
+  for (const id of Object.keys(entries)) {
+    try {
+      const dir = resolve(config, id);
+      if (typeof dir === 'string' && dir !== '') out[id] = dir;
+    } catch {
+      // Left out: map-access then takes every workspace OpenClaw may pick.
+    }
+  }
+  return out;
+}
+
+/** Where this plugin is installed, and the copy OpenClaw loaded: no agent tool may change them. */
+function pluginDirsOf(api) {
+  const loaded = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+  return [...new Set([api.rootDir, loaded].filter((d) => typeof d === 'string' && d !== ''))];
+}
+
+/** The build, as the load line says it. */
+function describe(build) {
+  return build.native ? `running the native ${build.name} build` : `running the WebAssembly build (${build.reason})`;
+}
+
+/** The plugin entry for `surface()`'s result (lib/api.js). */
+export function createPlugin({ api: lib, native, watchers }) {
+  return {
+    id: PLUGIN_ID,
+    name: 'claw-identity',
+    description: "Per-agent identity for MCP tools: injects each agent's auth_token from a live token map, and enforces the identity rules.",
+    register(api) {
+      // Collecting CLI metadata: OpenClaw offers no runtime then, and nothing may start.
+      if (api.registrationMode === 'cli-metadata') return registerCommands(api, lib);
+      const sessions = sessionStoreOf(api);
+      // Every registration reaches the layer in force: a later registration
+      // with other options replaces it for the earlier ones too, including
+      // those of other copies of this module, which use this addon (lib/api.js).
+      // The watcher starts here, since `openclaw agent --local` starts no
+      // services; in a gateway the service below then owns it.
+      const configure = (config, pluginConfig = config?.plugins?.entries?.[PLUGIN_ID]?.config) =>
+        native.configure({
+          ...(pluginConfig ?? {}),
+          logger: api.logger,
+          sessions,
+          openclawConfig: config,
+          pluginDirs: pluginDirsOf(api),
+          workspaces: workspacesOf(api, config),
+        });
+      const layer = configure(api.config, api.pluginConfig);
+      // This registration's two tiers: the hook decides only where OpenClaw
+      // dropped the policy (docs/design.md).
+      const { beforeToolCall, safetyNet } = native.tiers();
+      let tier = 'the ordinary before_tool_call hook only (this OpenClaw has no trusted tool policies)';
+      if (typeof api.registerTrustedToolPolicy === 'function') {
+        api.registerTrustedToolPolicy({
+          id: PLUGIN_ID,
+          description: "Sets each agent's auth_token and enforces claw-identity's rules before any ordinary hook runs.",
+          evaluate: beforeToolCall,
+        });
+        tier = 'the trusted tool-policy tier, with the before_tool_call hook (priority 100) where OpenClaw drops the policy';
+      }
+      api.on('before_tool_call', safetyNet, { priority: 100 });
+      // Every tool result, before any model sees it: tokens become fingerprints.
+      api.registerAgentToolResultMiddleware?.(native.redactToolResult, { runtimes: ['openclaw', 'codex'] });
+      registerOperatorSurfaces(api, native, lib);
+      if (api.registrationMode === 'full') {
+        registerWatcherService(api, native, configure, layer, watchers);
+        api.logger.info(`[claw-identity] ${describe(lib.buildInfo)}; identity is enforced by ${tier}`);
+        if (sessions === undefined) {
+          api.logger.warn(
+            "[claw-identity] this OpenClaw offers no session store to plugins (api.runtime.agent.session): delegation sessions can't be created, so redirected sessions_send calls will fail, and sub-agent calls carry their own session as _conversation_id",
+          );
+        }
+      }
+    },
+  };
+}

@@ -1,0 +1,648 @@
+//! One layer as JS sees it: the core `Layer`, and the JS values it calls
+//! back (the logger, the session store, the rewrite function). `hook` is
+//! what happens to a tool call, start to end:
+//!
+//! 1. read `event.toolName`; a tool no route names returns `undefined` at once;
+//! 2. read `ctx.agentId`, `ctx.sessionKey`, and the params the route declares;
+//! 3. `pipeline::decide`, the one decision function (`core/src/pipeline.rs`);
+//! 4. write the decision as OpenClaw's hook result, with its log line.
+//!
+//! It never throws: an error or a panic while deciding fails closed.
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::rc::Rc;
+
+use napi::bindgen_prelude::*;
+use serde_json::Value;
+
+use super::host::{function_ref, HostIn, JsLogger, JsSessions, Pending};
+use super::js::{Js, Keys, Kind};
+use super::params::{copy_with, exact, read_fields};
+use claw_identity_core::log::{Level, LineBuf};
+use claw_identity_core::ops::config::OpenClawConfig;
+use claw_identity_core::options::Options;
+use claw_identity_core::pipeline;
+use claw_identity_core::redact;
+use claw_identity_core::rules::{Decision, Params, Patch, Slot, ToolCall, Verdict};
+use claw_identity_core::Layer;
+
+/// Set from the environment at load: makes a call to the tool `__panic__`
+/// panic inside the decision, so a test can show that a panic fails closed.
+/// No model can set a gateway's environment.
+pub static PANIC_TEST: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The property names every call reads, by index into `JsLayer::keys`.
+const TOOL: usize = 0;
+const PARAMS: usize = 1;
+const AGENT: usize = 2;
+const SESSION: usize = 3;
+const KEY_NAMES: [&str; 4] = ["toolName", "params", "agentId", "sessionKey"];
+
+/// The level of the log line `rewrite.js`'s `ownedRewrite` delivers: the
+/// index into the `[info, warn]` it was made with.
+#[derive(Clone, Copy)]
+#[repr(u8)]
+enum LineLevel {
+    Info = 0,
+    Warn = 1,
+}
+
+/// The tool of a call being decided, for the fail-closed answer if the
+/// decision fails: in the call's stack buffer, without a copy.
+enum Seen {
+    None,
+    InBuf(usize),
+    Heap(String),
+}
+
+/// Room on the stack for a tool name, an agent id and a session key: every
+/// one OpenClaw makes fits, so an owned call reads them without allocating.
+const ID_BUF: usize = 256;
+
+pub struct JsLayer {
+    pub layer: Layer,
+    keys: Keys<4>,
+    /// `rewrite.js`'s `ownedRewrite`, bound to this layer's logger.
+    owned_rewrite: FunctionRef<Js<'static>, Js<'static>>,
+    /// Whether `ownedRewrite` sets the conversation id (the rule is on).
+    with_conversation: bool,
+    pub logger: JsLogger,
+    pub pending: Pending,
+    sessions: RefCell<Option<JsSessions>>,
+    /// Node's `url.fileURLToPath`, as OpenClaw's tools call it.
+    file_url_to_path: FunctionRef<Js<'static>, Js<'static>>,
+}
+
+/// The options object split into what Rust parses and the JS objects the
+/// layer calls back.
+pub struct JsOptions<'e> {
+    pub json: String,
+    pub logger: Option<Js<'e>>,
+    pub sessions: Option<Js<'e>>,
+    /// OpenClaw's config (`api.config`): agents' workspaces and sandboxes.
+    pub openclaw_config: Option<Js<'e>>,
+    /// Set by the plugin: the directories it is installed and loaded from.
+    pub plugin_dirs: Vec<std::path::PathBuf>,
+    /// Set by the plugin: each configured agent's workspace, as OpenClaw's
+    /// own `resolveAgentWorkspaceDir` gives it.
+    pub workspaces: Vec<(String, std::path::PathBuf)>,
+}
+
+pub fn invalid(msg: impl Into<String>) -> Error {
+    Error::new(Status::InvalidArg, format!("claw-identity: {}", msg.into()))
+}
+
+impl<'e> JsOptions<'e> {
+    pub fn read(options: Option<Js<'e>>) -> Result<JsOptions<'e>> {
+        let mut rest = serde_json::Map::new();
+        let (mut logger, mut sessions, mut openclaw_config) = (None, None, None);
+        let (mut plugin_dirs, mut workspaces) = (Vec::new(), Vec::new());
+        if let Some(o) = options {
+            match o.kind()? {
+                Kind::Undefined => {}
+                Kind::Object => {
+                    for key in o.own_keys(false)? {
+                        let name = key.host_str()?.unwrap_or_default();
+                        let v = o.get_key(key)?;
+                        if v.kind()? == Kind::Undefined {
+                            continue;
+                        }
+                        match name.as_str() {
+                            "logger" => logger = Some(v),
+                            "sessions" => sessions = Some(v),
+                            "openclawConfig" => openclaw_config = Some(v),
+                            "pluginDirs" => {
+                                if let Ok(Some(Value::Array(a))) = exact(v, 1)? {
+                                    plugin_dirs = a
+                                        .iter()
+                                        .filter_map(Value::as_str)
+                                        .map(Into::into)
+                                        .collect();
+                                }
+                            }
+                            "workspaces" => {
+                                if let Ok(Some(Value::Object(o))) = exact(v, 1)? {
+                                    workspaces = o
+                                        .iter()
+                                        .filter_map(|(k, w)| Some((k.clone(), w.as_str()?.into())))
+                                        .collect();
+                                }
+                            }
+                            _ => match exact(v, 0)? {
+                                Ok(Some(v)) => {
+                                    rest.insert(name, v);
+                                }
+                                Ok(None) => {}
+                                Err(why) => {
+                                    return Err(invalid(format!(
+                                        "options.{} holds {why}",
+                                        redact::shown(&name)
+                                    )))
+                                }
+                            },
+                        }
+                    }
+                }
+                _ => return Err(invalid("options must be an object")),
+            }
+        }
+        Ok(JsOptions {
+            json: Value::Object(rest).to_string(),
+            logger,
+            sessions,
+            openclaw_config,
+            plugin_dirs,
+            workspaces,
+        })
+    }
+
+    pub fn options(&self) -> Result<Options> {
+        Options::from_json(&self.json).map_err(invalid)
+    }
+}
+
+/// `rewrite.js` with the layer's param names as JS string literals. A name
+/// that is `__proto__` is written as a computed key, which defines an own
+/// property (a literal `__proto__:` would set the prototype).
+fn rewrite_source(token: &str, conversation: &str) -> String {
+    let lit = |name: &str| serde_json::to_string(name).unwrap_or_default();
+    let key = |name: &str| match name {
+        "__proto__" => format!("[{}]:", lit(name)),
+        _ => format!("{}:", lit(name)),
+    };
+    include_str!("rewrite.js")
+        .replace("TOKEN_KEY", &lit(token))
+        .replace("TOKEN:", &key(token))
+        .replace("CONVERSATION_KEY", &lit(conversation))
+        .replace("CONVERSATION:", &key(conversation))
+}
+
+impl JsLayer {
+    /// A layer for `options`; after `previous`, whose map in force and
+    /// rotation grace it starts from.
+    pub fn new(
+        env: &Env,
+        options: &JsOptions<'_>,
+        previous: Option<&Layer>,
+    ) -> Result<Rc<JsLayer>> {
+        let opts = options.options()?;
+        let (logger, log, pending) = JsLogger::new(env, options.logger)?;
+        let sessions = options
+            .sessions
+            .map(|s| JsSessions::new(env, s))
+            .transpose()?;
+        let with_conversation = opts.rules.conversation_id.enabled;
+        let source = rewrite_source(&opts.token_param, &opts.rules.conversation_id.param);
+        let layer = Layer::load_after(opts, log, previous);
+        layer.watch().map_err(|e| {
+            Error::from_reason(format!("claw-identity: cannot start the map watcher: {e}"))
+        })?;
+        let factory: Js<'_> = env.run_script(source)?;
+        let log = Js::array(env.raw(), 2)?;
+        let method = |level: Level| -> Result<Js<'_>> {
+            match logger.method(level) {
+                Some(f) => Js::of(env, f.borrow_back(env)?),
+                None => Js::undefined_in(env),
+            }
+        };
+        log.set_index(LineLevel::Info as u32, method(Level::Info)?)?;
+        log.set_index(LineLevel::Warn as u32, method(Level::Warn)?)?;
+        let rewrite = factory
+            .call(
+                Js::undefined_in(env)?,
+                &[log, Js::boolean(env.raw(), with_conversation)?],
+            )
+            .map_err(Error::from_reason)?;
+        // SAFETY: `factory` returns a function.
+        let owned_rewrite = unsafe {
+            Function::<Js<'static>, Js<'static>>::from_napi_value(env.raw(), rewrite.raw())?
+        }
+        .create_ref()?;
+        let url: Js<'_> = env.run_script("process.getBuiltinModule('node:url').fileURLToPath")?;
+        let js = Rc::new(JsLayer {
+            file_url_to_path: function_ref(env, url)?,
+            layer,
+            keys: Keys::new(env, KEY_NAMES)?,
+            owned_rewrite,
+            with_conversation,
+            logger,
+            pending,
+            sessions: RefCell::new(sessions),
+        });
+        js.use_openclaw_config(options)?;
+        // The load line and any map warning, before the first call's line.
+        js.logger.release(env, &js.pending);
+        Ok(js)
+    }
+
+    /// Tells the rules each agent's workspace and sandbox, and OpenClaw's
+    /// files, from OpenClaw's config.
+    pub fn use_openclaw_config(&self, options: &JsOptions<'_>) -> Result<()> {
+        let Some(config) = options.openclaw_config else {
+            return Ok(());
+        };
+        match exact(config, 0)?.ok().flatten().and_then(OpenClawConfig::from_value) {
+            Some(cfg) => self.layer.use_openclaw_config(&cfg, &options.plugin_dirs, &options.workspaces),
+            None => self.layer.log().warn(format_args!(
+                "cannot read OpenClaw's config, so relative paths are checked without the agents' workspaces (map-access refuses those that name the map)"
+            )),
+        }
+        Ok(())
+    }
+
+    pub fn attach_sessions(&self, env: &Env, store: Js<'_>) -> Result<()> {
+        *self.sessions.borrow_mut() = Some(JsSessions::new(env, store)?);
+        Ok(())
+    }
+
+    /// OpenClaw's hook result for one call. Never throws: an error or a
+    /// panic while deciding fails closed.
+    pub fn hook<'e>(self: &Rc<Self>, env: &'e Env, event: Js<'e>, ctx: Js<'e>) -> Result<Js<'e>> {
+        // Lines logged while deciding (by this thread or the watcher's) go
+        // out on this thread, in order, before the call returns.
+        self.pending.hold();
+        let mut tool_buf = [0u8; ID_BUF];
+        let mut seen = Seen::None;
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            self.decide(env, event, ctx, &mut tool_buf, &mut seen)
+        }));
+        let tool = match &seen {
+            Seen::None => None,
+            Seen::InBuf(n) => std::str::from_utf8(&tool_buf[..*n]).ok(),
+            Seen::Heap(t) => Some(t.as_str()),
+        };
+        let out = match r {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => self.failed(env, tool, &e.reason),
+            Err(_) => self.failed(env, tool, "a panic"),
+        };
+        self.logger.release(env, &self.pending);
+        out
+    }
+
+    fn failed<'e>(&self, env: &'e Env, tool: Option<&str>, why: &str) -> Result<Js<'e>> {
+        let Some(tool) = tool else {
+            return Js::undefined_in(env);
+        };
+        let d = pipeline::undecided(&self.layer, tool, why);
+        match &d.verdict {
+            Verdict::Block(reason) => block_result(env, reason),
+            _ => Js::undefined_in(env),
+        }
+    }
+
+    fn decide<'e>(
+        self: &Rc<Self>,
+        env: &'e Env,
+        event: Js<'e>,
+        ctx: Js<'e>,
+        tool_buf: &mut [u8; ID_BUF],
+        seen: &mut Seen,
+    ) -> Result<Js<'e>> {
+        let engine = self.layer.engine();
+        let tool = match event.get_by(self.keys.get(env, TOOL)?)? {
+            Some(t) => t.str_in(tool_buf)?,
+            None => None,
+        };
+        let Some((tool, route)) = tool.and_then(|t| engine.route(&t).map(|r| (t, r))) else {
+            self.layer.note_unowned();
+            return Js::undefined_in(env);
+        };
+        *seen = match &tool {
+            Cow::Borrowed(t) => Seen::InBuf(t.len()),
+            Cow::Owned(t) => Seen::Heap(t.clone()),
+        };
+        if PANIC_TEST.load(std::sync::atomic::Ordering::Relaxed) && tool == "__panic__" {
+            panic!("the panic test tool");
+        }
+        let (mut agent_buf, mut session_buf) = ([0u8; ID_BUF], [0u8; ID_BUF]);
+        let (agent, session_js) = if ctx.is_object()? {
+            (
+                ctx.get_key(self.keys.get(env, AGENT)?)?,
+                Some(ctx.get_key(self.keys.get(env, SESSION)?)?),
+            )
+        } else {
+            (Js::undefined_in(env)?, None)
+        };
+        let agent = agent.str_in(&mut agent_buf)?;
+        let session = match session_js {
+            Some(s) => s.str_in(&mut session_buf)?,
+            None => None,
+        };
+
+        let raw_params = event.get_key(self.keys.get(env, PARAMS)?)?;
+        let (params_obj, not_object) = match raw_params.kind()? {
+            Kind::Object => (Some(raw_params), false),
+            Kind::Undefined | Kind::Null => (None, false),
+            _ => (None, true),
+        };
+        let empty = Params::new();
+        let mut call = ToolCall {
+            tool: &tool,
+            agent_id: agent.as_deref(),
+            session_key: session.as_deref(),
+            params: &empty,
+            derived_paths: &[],
+        };
+        let needs_params = !route.reads.is_empty() || !route.scans.is_empty();
+        let read = if !needs_params {
+            Ok(Params::new())
+        } else if not_object && !route.reads.is_empty() {
+            Err(("(params)", "not an object"))
+        } else {
+            read_fields(params_obj, route.reads, route.scans)?.map_err(|u| (u.field, u.why))
+        };
+        let derived = if route.derived {
+            self.derived_paths(env, event)?
+        } else {
+            Vec::new()
+        };
+        call.derived_paths = &derived;
+        let params = match read {
+            Ok(p) => p,
+            Err((field, why)) => {
+                let d = engine.unreadable(&call, field, why);
+                let line = self.layer.account(&call, &d);
+                return self.result(env, &d, params_obj, (session_js, call.session_key), line);
+            }
+        };
+        call.params = &params;
+
+        let store = self.sessions.borrow();
+        let host = HostIn {
+            sessions: store.as_ref(),
+            file_url_to_path: &self.file_url_to_path,
+            env,
+        };
+        let (result, ensure) = pipeline::decide(&self.layer, &call, &host, |d, line| {
+            (
+                self.result(env, d, params_obj, (session_js, call.session_key), line),
+                d.ensure_session.clone(),
+            )
+        });
+        let result = result?;
+        match (ensure, &*store) {
+            (Some(e), Some(s)) => self.with_session(env, s, &e, result),
+            _ => Ok(result),
+        }
+    }
+
+    /// A warning from the JS thread, delivered now (after the lines waiting
+    /// before it), so it is in the log when the call's promise settles.
+    fn warn_now(&self, env: &Env, text: &str) {
+        self.logger.flush_waiting(env, &self.pending);
+        self.logger.write(
+            env,
+            Level::Warn,
+            &format!("{}{text}", claw_identity_core::log::PREFIX),
+        );
+    }
+
+    /// `event.derivedPaths`: the absolute paths OpenClaw derived from the
+    /// params for the policy tier. A non-string entry is dropped (the
+    /// call's own params are checked anyway).
+    fn derived_paths(&self, env: &Env, event: Js<'_>) -> Result<Vec<String>> {
+        let Some(v) = event.get(c"derivedPaths")? else {
+            return Ok(Vec::new());
+        };
+        let _ = env;
+        match exact(v, 1)? {
+            Ok(Some(Value::Array(a))) => Ok(a
+                .into_iter()
+                .filter_map(|p| p.as_str().map(str::to_owned))
+                .collect()),
+            _ => Ok(Vec::new()),
+        }
+    }
+
+    /// Delivers a per-call line now, after the lines waiting before it.
+    fn deliver(&self, env: &Env, line: Option<LineBuf>) {
+        if let Some(line) = line {
+            self.logger.flush_waiting(env, &self.pending);
+            self.logger.write(env, line.level(), line.as_str());
+        }
+    }
+
+    /// The hook result for a decision.
+    fn result<'e>(
+        &self,
+        env: &'e Env,
+        d: &Decision<'_>,
+        params: Option<Js<'e>>,
+        (session, session_key): (Option<Js<'e>>, Option<&str>),
+        line: Option<LineBuf>,
+    ) -> Result<Js<'e>> {
+        let raw = env.raw();
+        match &d.verdict {
+            Verdict::Rewrite(p) if self.is_owned_shape(p) => {
+                self.owned(env, p, params, session, session_key, line)
+            }
+            Verdict::Pass => {
+                self.deliver(env, line);
+                Js::undefined_in(env)
+            }
+            Verdict::Rewrite(patch) => {
+                self.deliver(env, line);
+                let copy = self.copy(env, params, patch)?;
+                let out = Js::object(raw)?;
+                out.define(&[(Js::string(raw, "params")?, copy)])?;
+                Ok(out)
+            }
+            Verdict::Block(reason) => {
+                self.deliver(env, line);
+                block_result(env, reason)
+            }
+            Verdict::RequireApproval {
+                title,
+                description,
+                then,
+            } => {
+                self.deliver(env, line);
+                // OpenClaw's requireApproval shape. Per call only: a standing
+                // cross-user permission belongs in config grants, not in an
+                // "allow-always" click.
+                let a = Js::object(raw)?;
+                let decisions = Js::json(raw, &serde_json::json!(["allow-once", "deny"]))?;
+                a.define(&[
+                    (Js::string(raw, "title")?, Js::string(raw, title)?),
+                    (
+                        Js::string(raw, "description")?,
+                        Js::string(raw, description)?,
+                    ),
+                    (Js::string(raw, "severity")?, Js::string(raw, "warning")?),
+                    (Js::string(raw, "allowedDecisions")?, decisions),
+                ])?;
+                let out = Js::object(raw)?;
+                out.define(&[(Js::string(raw, "requireApproval")?, a)])?;
+                if !then.is_empty() {
+                    let copy = self.copy(env, params, then)?;
+                    out.define(&[(Js::string(raw, "params")?, copy)])?;
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    /// Whether `ownedRewrite` builds this patch: the token slot and, when the
+    /// rule is on, the conversation slot, and nothing else.
+    fn is_owned_shape(&self, p: &Patch<'_>) -> bool {
+        p.params.is_empty()
+            && !p.token.is_keep()
+            && p.conversation.is_keep() != self.with_conversation
+    }
+
+    /// An owned call's rewrite and log line, in one call into V8.
+    fn owned<'e>(
+        &self,
+        env: &'e Env,
+        p: &Patch<'_>,
+        params: Option<Js<'e>>,
+        session: Option<Js<'e>>,
+        session_key: Option<&str>,
+        line: Option<LineBuf>,
+    ) -> Result<Js<'e>> {
+        let raw = env.raw();
+        let undefined = Js::undefined_in(env)?;
+        let token = match &p.token {
+            Slot::Set(t) => Js::string(raw, t.expose())?,
+            _ => undefined,
+        };
+        let conversation = match (&p.conversation, session) {
+            // The conversation is the caller's own session key: hand back its value.
+            (Slot::Set(c), Some(s)) if Some(c.as_ref()) == session_key => s,
+            (Slot::Set(c), _) => Js::string(raw, c)?,
+            _ => undefined,
+        };
+        if line.is_some() {
+            // Lines logged before this one go out first.
+            self.logger.flush_waiting(env, &self.pending);
+        }
+        let (text, level) = match &line {
+            Some(l) => (
+                Js::string(raw, l.as_str())?,
+                Js::from_f64(
+                    raw,
+                    match l.level() {
+                        Level::Info => LineLevel::Info,
+                        _ => LineLevel::Warn,
+                    } as u8 as f64,
+                )?,
+            ),
+            None => (undefined, undefined),
+        };
+        let f = Js::of(env, self.owned_rewrite.borrow_back(env)?)?;
+        f.call(
+            undefined,
+            &[
+                params.unwrap_or(undefined),
+                token,
+                conversation,
+                text,
+                level,
+            ],
+        )
+        .map_err(Error::from_reason)
+    }
+
+    /// `params` with `patch` applied, through N-API (every rewrite but an
+    /// owned call's).
+    fn copy<'e>(&self, env: &'e Env, params: Option<Js<'e>>, patch: &Patch<'_>) -> Result<Js<'e>> {
+        let raw = env.raw();
+        let opts = self.layer.engine().options();
+        let undefined = Js::undefined_in(env)?;
+        let mut set: Vec<(&str, Js<'e>)> = Vec::new();
+        // A param taken out is defined as `undefined` only where the call holds it.
+        let holds = |name: &str| -> Result<bool> {
+            match params {
+                Some(p) => p.has_own(Js::string(raw, name)?),
+                None => Ok(false),
+            }
+        };
+        match &patch.token {
+            Slot::Set(t) => set.push((&opts.token_param, Js::string(raw, t.expose())?)),
+            Slot::Clear if holds(&opts.token_param)? => set.push((&opts.token_param, undefined)),
+            Slot::Clear | Slot::Keep => {}
+        }
+        let conversation = &opts.rules.conversation_id.param;
+        match &patch.conversation {
+            Slot::Set(c) => set.push((conversation, Js::string(raw, c)?)),
+            Slot::Clear if holds(conversation)? => set.push((conversation, undefined)),
+            Slot::Clear | Slot::Keep => {}
+        }
+        for (k, v) in &patch.params {
+            set.push((k, Js::json(raw, v)?));
+        }
+        copy_with(raw, params, &set)
+    }
+
+    /// A delegation session must exist before the send runs: returns a
+    /// promise of `result` once the store created it, or of a block if it
+    /// could not.
+    fn with_session<'e>(
+        self: &Rc<Self>,
+        env: &'e Env,
+        sessions: &JsSessions,
+        e: &claw_identity_core::rules::EnsureSession,
+        result: Js<'e>,
+    ) -> Result<Js<'e>> {
+        let blocked = block_result(env, &e.failure_reason)?;
+        let agent = e.session.agent_id.clone();
+        let failed = move |why: &str| {
+            format!(
+                "cannot create delegation session agent={}: {}",
+                redact::shown(&agent),
+                redact::scrub(why)
+            )
+        };
+        let started = match sessions.ensure(env, &e.session.agent_id, &e.session.session_key) {
+            Ok(p) => p,
+            Err(why) => {
+                self.warn_now(env, &failed(&why));
+                return Ok(blocked);
+            }
+        };
+        if !started.is_promise()? {
+            return Ok(result);
+        }
+        let ok = Js::of(
+            env,
+            env.create_function_from_closure::<Js, Js, _>("claw_identity_session_created", |cx| {
+                cx.get::<Js>(0)
+            })?,
+        )?;
+        let me = self.clone();
+        let err = Js::of(
+            env,
+            env.create_function_from_closure::<Js, Js, _>(
+                "claw_identity_session_failed",
+                move |cx| {
+                    let why = cx
+                        .get::<Js>(1)
+                        .ok()
+                        .and_then(|e| e.get(c"message").ok().flatten())
+                        .and_then(|m| m.host_str().ok().flatten());
+                    me.warn_now(cx.env, &failed(why.as_deref().unwrap_or("it failed")));
+                    cx.get::<Js>(0)
+                },
+            )?,
+        )?;
+        let then = started.get_unchecked(c"then")?;
+        then.call(
+            started,
+            &[ok.bind_args(&[result])?, err.bind_args(&[blocked])?],
+        )
+        .map_err(|e| Error::from_reason(format!("cannot wait for the session: {e}")))
+    }
+}
+
+pub fn block_result<'e>(env: &'e Env, reason: &str) -> Result<Js<'e>> {
+    let raw = env.raw();
+    let out = Js::object(raw)?;
+    out.define(&[
+        (Js::string(raw, "block")?, Js::boolean(raw, true)?),
+        (Js::string(raw, "blockReason")?, Js::string(raw, reason)?),
+    ])?;
+    Ok(out)
+}
