@@ -19,6 +19,9 @@ const DALI = 'paco--dali';
 const ENTRY_FIX =
   'correct or remove the entry: agent ids match ^[a-z0-9][a-z0-9_-]{0,63}$ and tokens are 64 hex characters; claw-identity write-map checks both before it writes';
 
+/** The listing of what the agents' tools can't reach, which doctor prints with --config (its own test below). */
+const GUARDED = /guarded from the agents' own tools:\n(?: {2}.*\n)*\n/;
+
 /** Runs the command with HOME set to a private directory; shows all output to the leak guard. */
 function cli(args, { input } = {}) {
   const r = spawnNodeSync([BIN, ...args], {
@@ -28,7 +31,7 @@ function cli(args, { input } = {}) {
   });
   recordEmitted(`claw-identity ${args.join(' ')} (stdout)`, r.stdout);
   recordEmitted(`claw-identity ${args.join(' ')} (stderr)`, r.stderr);
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+  return { code: r.status, stdout: r.stdout.replace(GUARDED, ''), stderr: r.stderr, guarded: GUARDED.exec(r.stdout)?.[0] };
 }
 
 /** A private directory holding a map with two agents. */
@@ -73,6 +76,19 @@ test('doctor on a healthy map: the agents by fingerprint, exit 0', () => {
       'healthy: nothing found stops token injection\n',
   );
   assertNoTokenIn(r.stdout);
+});
+
+test('doctor with a config says what the agents\' own tools cannot reach, and by which rule', () => {
+  const { dir, map } = healthy();
+  const cfg = config(dir, `{ plugins: { entries: { 'claw-identity': { enabled: true, config: { tokenMapPath: ${JSON.stringify(map)} } } } } }`);
+  const r = cli(['doctor', '--config', cfg]);
+  assert.ok(r.guarded, r.stdout);
+  assert.match(r.guarded, new RegExp(`  map-access     read, write the token map \\(${map.replaceAll('/', '\\/').replaceAll('.', '\\.')}\\)\n`));
+  assert.match(r.guarded, /  map-access     read, write the token map's directory /);
+  assert.match(r.guarded, new RegExp(`  layer-controls read, write OpenClaw's config file \\(${HOME}/\\.openclaw/openclaw\\.json\\)\n`));
+  assert.match(r.guarded, /  layer-controls write       OpenClaw's plugin installs /);
+  const json = JSON.parse(cli(['doctor', '--config', cfg, '--json']).stdout);
+  assert.ok(json.guarded.some((g) => g.rule === 'layer-controls' && g.refused === 'read, write' && g.path === `${HOME}/.openclaw/openclaw.json`), JSON.stringify(json.guarded));
 });
 
 test('doctor with a healthy config: enablement, plugin config and configured agents, exit 0', () => {
@@ -642,18 +658,27 @@ test('audit prints the security findings for a config, each with its fix, most s
   assert.equal(r.code, 1, r.stderr);
   assertNoTokenIn(r.stdout, 'audit output');
   const json = cli(['audit', '--config', cfg, '--json']);
-  const findings = JSON.parse(json.stdout);
+  const all = JSON.parse(json.stdout);
+  // Every audit also lists what the agents' tools can't reach (info).
+  const guarded = all.find((f) => f.checkId === 'claw-identity.guarded_locations');
+  assert.equal(guarded?.severity, 'info');
+  assert.match(guarded.detail, /^the token map \(.+\): read, write refused by map-access; /);
+  const findings = all.filter((f) => f !== guarded);
   assert.deepEqual(findings.map((f) => f.checkId), ['claw-identity.allow_group_readable']);
   const [f] = findings;
   assert.equal(f.severity, 'warn');
-  assert.equal(r.stdout, `claw-identity audit\n  config  ${cfg}\n\nWARN      ${f.checkId}: ${f.title}\n          ${f.detail}\n          fix: ${f.remediation}\n`);
+  assert.equal(
+    r.stdout,
+    `claw-identity audit\n  config  ${cfg}\n\nWARN      ${f.checkId}: ${f.title}\n          ${f.detail}\n          fix: ${f.remediation}\n` +
+      `INFO      ${guarded.checkId}: ${guarded.title}\n          ${guarded.detail}\n`,
+  );
   for (const t of Object.values(tokens)) assert.ok(!json.stdout.includes(fingerprint(t)), 'audit names a token, even by fingerprint');
 
   // The same config without the option: nothing to report, exit 0.
   const clean = config(dir, fs.readFileSync(cfg, 'utf8').replace('allowGroupReadable: true', 'allowGroupReadable: false'));
   const ok = cli(['audit', '--config', clean]);
   assert.equal(ok.code, 0, ok.stdout);
-  assert.equal(ok.stdout, `claw-identity audit\n  config  ${clean}\n\nno findings\n`);
+  assert.match(ok.stdout, new RegExp(`^claw-identity audit\\n  config  ${clean.replaceAll('.', '\\.')}\\n\\nINFO      claw-identity\\.guarded_locations: [^\\n]+\\n {10}[^\\n]+\\n$`));
 
   // The standalone command has no gateway config of its own.
   const usage = cli(['audit']);

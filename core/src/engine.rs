@@ -60,7 +60,7 @@ impl Engine {
 
     /// The locations `map-access` keeps out of the agents' reach: the
     /// map's, and the files that control the layer.
-    fn locations(map: &std::path::Path, files: &OpenClawFiles) -> Vec<Location> {
+    pub fn locations(map: &std::path::Path, files: &OpenClawFiles) -> Vec<Location> {
         let mut out = map_access::map_locations(map);
         out.extend(layer_controls::locations(files));
         out
@@ -927,6 +927,141 @@ mod tests {
                 json!("agent:paco--dali:delegation:agent.paco--francis.main")
             )]
         );
+    }
+
+    #[test]
+    fn work_may_be_assigned_only_to_agents_the_send_rule_lets_the_caller_reach() {
+        let e = rules_engine(json!({}));
+        let other = [
+            (
+                "workboard_create",
+                json!({"title": "t", "agentId": "pepito--atlas"}),
+            ),
+            (
+                "workboard_specify",
+                json!({"id": "c1", "agentId": "pepito--atlas"}),
+            ),
+            (
+                "workboard_reassign",
+                json!({"id": "c1", "agentId": "PEPITO--ATLAS"}),
+            ),
+            (
+                "workboard_decompose",
+                json!({"id": "c1", "children": [{"title": "a"}, {"title": "b", "agentId": "pepito--atlas"}]}),
+            ),
+            (
+                "workboard_board_create",
+                json!({"id": "wb_paco", "orchestration": {"defaultAssignee": "pepito--atlas"}}),
+            ),
+            (
+                "sessions",
+                json!({"action": "assign_owner", "ownerType": "agent", "ownerId": "pepito--atlas"}),
+            ),
+            (
+                "automations",
+                json!({"action": "add", "job": {"agentId": "pepito--atlas", "schedule": {"kind": "every"}}}),
+            ),
+            (
+                "automations",
+                json!({"action": "update", "job": {"owner": {"agentId": "pepito--atlas"}}}),
+            ),
+            (
+                "automations",
+                json!({"action": "add", "job": {"sessionKey": "agent:pepito--atlas:main"}}),
+            ),
+            (
+                "automations",
+                json!({"action": "wake", "agentId": "pepito--atlas"}),
+            ),
+            (
+                "automations",
+                json!({"action": "wake", "sessionKey": "agent:pepito--atlas:main"}),
+            ),
+        ];
+        for (tool, params) in &other {
+            let d = decide_on(
+                &e,
+                empty_map(),
+                tool,
+                Some("paco--francis"),
+                Some(FRANCIS_MAIN),
+                pp(params.clone()),
+            );
+            let r = blocked(&d);
+            assert!(
+                r.starts_with("cross-user-send: ") && r.contains("pepito--atlas"),
+                "{tool} {params}: {r}"
+            );
+        }
+        // The same user's agents, a human owner, and the caller itself pass (scoped as before).
+        for (tool, params) in [
+            (
+                "workboard_create",
+                json!({"title": "t", "agentId": "paco--dali"}),
+            ),
+            (
+                "workboard_reassign",
+                json!({"id": "c1", "agentId": "paco--dali"}),
+            ),
+            (
+                "sessions",
+                json!({"action": "assign_owner", "ownerType": "human", "ownerId": "pepito"}),
+            ),
+            ("automations", json!({"action": "wake"})),
+            (
+                "automations",
+                json!({"action": "list", "agentId": "pepito--atlas"}),
+            ),
+        ] {
+            let d = decide_on(
+                &e,
+                empty_map(),
+                tool,
+                Some("paco--francis"),
+                Some(FRANCIS_MAIN),
+                pp(params.clone()),
+            );
+            assert!(!d.is_block(), "{tool} {params}: {:?}", d.verdict);
+        }
+        // The send grants apply: allow, and ask.
+        let ask = rules_engine(
+            json!({"crossUserSend": {"grants": {"paco--*": {"pepito--atlas": "ask"}}}}),
+        );
+        let d = decide_on(
+            &ask,
+            empty_map(),
+            "workboard_reassign",
+            Some("paco--francis"),
+            Some(FRANCIS_MAIN),
+            pp(json!({"id": "c", "agentId": "pepito--atlas"})),
+        );
+        assert!(
+            matches!(d.verdict, Verdict::RequireApproval { .. }),
+            "{:?}",
+            d.verdict
+        );
+        let allow = rules_engine(
+            json!({"crossUserSend": {"grants": {"paco--francis": {"pepito--atlas": "allow"}}}}),
+        );
+        let d = decide_on(
+            &allow,
+            empty_map(),
+            "automations",
+            Some("paco--francis"),
+            Some(FRANCIS_MAIN),
+            pp(json!({"action": "wake", "agentId": "pepito--atlas"})),
+        );
+        assert!(!d.is_block());
+        // A name that is no agent id can't be checked.
+        let d = decide_on(
+            &e,
+            empty_map(),
+            "workboard_create",
+            Some("paco--francis"),
+            Some(FRANCIS_MAIN),
+            pp(json!({"title": "t", "agentId": "no such/agent"})),
+        );
+        assert!(blocked(&d).starts_with("cross-user-send: "));
     }
 
     #[test]

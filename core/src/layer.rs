@@ -21,14 +21,19 @@ use crate::watcher::{Trigger, WatchConfig, Watcher};
 /// How often the watcher thread re-checks its target directory and staleness.
 const HEARTBEAT: Duration = Duration::from_millis(500);
 
+/// The most tokens out of force the redactor keeps (about 110 bytes each:
+/// some 30 MB): a minting service that rotates faster than this within the
+/// grace period loses the oldest first, with a warning.
+pub const MAX_RETIRED: usize = 1 << 18;
+
 struct Snapshot {
     map: TokenMap,
     loaded: bool,
-    /// Redacts this map's tokens from text the models will see, and the
-    /// previous map's until `grace_until` (a result computed just before a
-    /// rotation may hold them).
+    /// Tokens that are not in force but may still be valid at the server.
+    remembered: Remembered,
+    /// Redacts the map's tokens and the remembered ones from text the
+    /// models will see.
     redactor: Arc<Redactor>,
-    grace_until: Option<Instant>,
 }
 
 impl Default for Snapshot {
@@ -36,9 +41,60 @@ impl Default for Snapshot {
         Snapshot {
             map: TokenMap::default(),
             loaded: false,
+            remembered: Remembered::default(),
             redactor: Arc::new(Redactor::new([])),
-            grace_until: None,
         }
+    }
+}
+
+/// Tokens the redactor keeps beyond the map in force.
+#[derive(Clone, Default)]
+struct Remembered {
+    /// Every token that was in force, and when it went out of force: kept
+    /// for [`DEFAULT_GRACE`] (a result computed before a rotation may hold
+    /// it), whatever the number of rotations, up to [`MAX_RETIRED`].
+    retired: std::collections::VecDeque<(String, Instant)>,
+    /// Tokens of a map on disk that is not in force, or of entries it
+    /// skipped: refused for their permissions, a duplicate id, a token given
+    /// to two agents or a bad agent id, they are likely valid at the server.
+    refused: Vec<String>,
+}
+
+impl Remembered {
+    fn redactor(&self, map: &TokenMap) -> Redactor {
+        Redactor::new(
+            map.sorted()
+                .into_iter()
+                .map(|(_, t)| t.expose())
+                .chain(self.refused.iter().map(String::as_str))
+                .chain(self.retired.iter().map(|(t, _)| t.as_str())),
+        )
+    }
+
+    /// Retires `tokens` now; true when some had to go early (the cap).
+    fn retire<'t>(&mut self, tokens: impl IntoIterator<Item = &'t str>, now: Instant) -> bool {
+        for t in tokens {
+            self.retired.push_back((t.to_owned(), now));
+        }
+        let mut early = false;
+        while self.retired.len() > MAX_RETIRED {
+            self.retired.pop_front();
+            early = true;
+        }
+        early
+    }
+
+    /// Forgets retired tokens older than the grace; true when any went.
+    fn prune(&mut self, now: Instant) -> bool {
+        let before = self.retired.len();
+        while self
+            .retired
+            .front()
+            .is_some_and(|(_, at)| now.saturating_duration_since(*at) >= DEFAULT_GRACE)
+        {
+            self.retired.pop_front();
+        }
+        self.retired.len() != before
     }
 }
 
@@ -92,6 +148,8 @@ struct Shared {
     reload: Mutex<ReloadState>,
     stale: AtomicBool,
     counters: Counters,
+    /// The warning that the grace lost tokens to its cap was given.
+    warned_retired: AtomicBool,
 }
 
 pub struct Layer {
@@ -126,6 +184,7 @@ impl Layer {
             reload: Mutex::new(ReloadState::default()),
             stale: AtomicBool::new(false),
             counters: Counters::default(),
+            warned_retired: AtomicBool::new(false),
         });
         shared.reload();
         shared.log.info(format_args!(
@@ -404,12 +463,32 @@ impl Shared {
         let first = st.content.is_none();
         let now = Instant::now();
         let old = self.snapshot.load();
-        let redactor = Redactor::for_maps(&parsed.map, Some((&old.map, now)), DEFAULT_GRACE, now);
+        let mut remembered = old.remembered.clone();
+        // What leaves force retires: the old map's tokens that the new one
+        // lacks, and refused ones the file no longer holds.
+        let in_force = |t: &str| parsed.map.sorted().iter().any(|(_, n)| n.expose() == t);
+        let refused_now = token_map::tokens_in(&file.bytes)
+            .into_iter()
+            .filter(|t| !in_force(t))
+            .collect::<Vec<_>>();
+        let leaving: Vec<String> = old
+            .map
+            .sorted()
+            .into_iter()
+            .map(|(_, t)| t.expose().to_owned())
+            .chain(std::mem::take(&mut remembered.refused))
+            .filter(|t| !in_force(t) && !refused_now.contains(t))
+            .collect();
+        let early = remembered.retire(leaving.iter().map(String::as_str), now);
+        remembered.refused = refused_now;
+        remembered.prune(now);
+        self.retired_early(early);
+        let redactor = remembered.redactor(&parsed.map);
         self.snapshot.store(Arc::new(Snapshot {
             map: parsed.map,
             loaded: true,
+            remembered,
             redactor: Arc::new(redactor),
-            grace_until: (!old.map.is_empty()).then_some(now + DEFAULT_GRACE),
         }));
         st.content = Some(digest);
         self.counters.reloads.fetch_add(1, Ordering::Relaxed);
@@ -420,8 +499,57 @@ impl Shared {
         }
     }
 
+    /// A warning, once, that the grace lost tokens to the cap.
+    fn retired_early(&self, early: bool) {
+        if early && !self.warned_retired.swap(true, Ordering::Relaxed) {
+            self.log.warn(format_args!(
+                "the token map rotated more than {MAX_RETIRED} tokens out of force within {} s: the oldest are no longer redacted from tool results",
+                DEFAULT_GRACE.as_secs()
+            ));
+        }
+    }
+
+    /// The tokens a map on disk holds that the layer won't serve (it is
+    /// refused, or they are in entries it skipped) stay redacted.
+    fn refuse_tokens(&self, bytes: &[u8]) {
+        let old = self.snapshot.load();
+        let in_force = |t: &str| old.map.sorted().iter().any(|(_, n)| n.expose() == t);
+        let refused: Vec<String> = token_map::tokens_in(bytes)
+            .into_iter()
+            .filter(|t| !in_force(t))
+            .collect();
+        if refused == old.remembered.refused {
+            return;
+        }
+        let now = Instant::now();
+        let mut remembered = old.remembered.clone();
+        // Refused tokens the file no longer holds retire, with the grace.
+        let gone: Vec<String> = remembered
+            .refused
+            .iter()
+            .filter(|t| !refused.contains(t))
+            .cloned()
+            .collect();
+        let early = remembered.retire(gone.iter().map(String::as_str), now);
+        remembered.refused = refused;
+        self.retired_early(early);
+        let redactor = remembered.redactor(&old.map);
+        self.snapshot.store(Arc::new(Snapshot {
+            map: old.map.clone(),
+            loaded: old.loaded,
+            remembered,
+            redactor: Arc::new(redactor),
+        }));
+    }
+
     fn fail(&self, st: &mut ReloadState, e: MapError) {
         self.counters.reload_errors.fetch_add(1, Ordering::Relaxed);
+        // Read for redaction only (never served): a refused map's tokens.
+        if let Some(bytes) =
+            token_map::read_unserved(&self.engine.options().token_map_path, self.gate.max_bytes)
+        {
+            self.refuse_tokens(&bytes);
+        }
         st.failing_since.get_or_insert_with(Instant::now);
         // One failure, one line: a slow in-place write passes through many
         // invalid states (each at a new column), so consecutive invalid
@@ -458,21 +586,31 @@ impl Shared {
         }
     }
 
-    /// Once the grace period after a rotation is over, the previous map's
-    /// tokens are no longer redacted (another map may reuse none of them).
+    /// Once the grace after a token went out of force is over, it is no
+    /// longer redacted.
     fn end_grace(&self) {
+        let now = Instant::now();
         let snap = self.snapshot.load();
-        if snap.grace_until.is_none_or(|t| Instant::now() < t) {
+        if snap
+            .remembered
+            .retired
+            .front()
+            .is_none_or(|(_, at)| now.saturating_duration_since(*at) < DEFAULT_GRACE)
+        {
             return;
         }
         let _st = self.reload.lock(); // no reload swaps the snapshot meanwhile
         let snap = self.snapshot.load();
-        let redactor = Redactor::for_maps(&snap.map, None, DEFAULT_GRACE, Instant::now());
+        let mut remembered = snap.remembered.clone();
+        if !remembered.prune(now) {
+            return;
+        }
+        let redactor = remembered.redactor(&snap.map);
         self.snapshot.store(Arc::new(Snapshot {
             map: snap.map.clone(),
             loaded: snap.loaded,
+            remembered,
             redactor: Arc::new(redactor),
-            grace_until: None,
         }));
     }
 
@@ -490,5 +628,156 @@ impl Shared {
                 "token map unreadable for more than {max}s (maxStaleSeconds); treating every agent as missing until it loads"
             ));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    struct Dir(std::path::PathBuf);
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// A private directory with a map in it, written with `content`.
+    fn map_dir(tag: &str) -> (Dir, std::path::PathBuf) {
+        let d = std::env::temp_dir().join(format!("ci-layer-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let map = d.join("agent-tokens.json");
+        (Dir(d), map)
+    }
+
+    fn write(map: &std::path::Path, content: &str, mode: u32) {
+        std::fs::write(map, content).unwrap();
+        std::fs::set_permissions(map, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    fn token(i: u32) -> String {
+        format!("{:064x}", 0xabcdef_u64 * u64::from(i + 1) + 0x1234567)
+    }
+
+    fn layer(map: &std::path::Path) -> Layer {
+        let opts =
+            Options::from_json(&serde_json::json!({ "tokenMapPath": map }).to_string()).unwrap();
+        Layer::load(opts, Log::silent())
+    }
+
+    fn redacts(l: &Layer, t: &str) -> bool {
+        l.redactor().redact_str(t) != t
+    }
+
+    #[test]
+    fn every_token_in_force_in_the_grace_stays_redacted_whatever_the_rotations() {
+        let (_d, map) = map_dir("rotations");
+        write(&map, &format!(r#"{{"a": "{}"}}"#, token(0)), 0o600);
+        let l = layer(&map);
+        // One agent rotated per write, many times over: every token stays.
+        for i in 1..40 {
+            write(&map, &format!(r#"{{"a": "{}"}}"#, token(i)), 0o600);
+            l.shared.reload();
+        }
+        for i in 0..40 {
+            assert!(redacts(&l, &token(i)), "token {i} is no longer redacted");
+        }
+        // Past the grace they go; the one in force stays.
+        let mut r = l.shared.snapshot.load().remembered.clone();
+        assert!(r.prune(Instant::now() + DEFAULT_GRACE));
+        assert!(r.retired.is_empty());
+        assert!(
+            r.redactor(&l.shared.snapshot.load().map)
+                .redact_str(&token(39))
+                != token(39)
+        );
+    }
+
+    #[test]
+    fn the_grace_keeps_at_most_its_cap_and_drops_the_oldest_first() {
+        let mut r = Remembered::default();
+        let now = Instant::now();
+        let many: Vec<String> = (0..(MAX_RETIRED as u32 + 3)).map(token).collect();
+        assert!(r.retire(many.iter().map(String::as_str), now));
+        assert_eq!(r.retired.len(), MAX_RETIRED);
+        assert_eq!(r.retired.front().unwrap().0, many[3]);
+    }
+
+    #[test]
+    fn the_tokens_of_a_map_the_layer_refuses_are_redacted_too() {
+        let (_d, map) = map_dir("refused");
+        let good = token(100);
+        write(&map, &format!(r#"{{"a": "{good}"}}"#), 0o600);
+        let l = layer(&map);
+        // A duplicate id, a token given to two agents, a bad agent id,
+        // unsafe permissions: none is served, all are redacted.
+        let cases = [
+            (
+                format!(r#"{{"a": "{}", "a": "{}"}}"#, token(1), token(2)),
+                0o600,
+                vec![1, 2],
+            ),
+            (
+                format!(r#"{{"a": "{}", "b": "{}"}}"#, token(3), token(3)),
+                0o600,
+                vec![3],
+            ),
+            (
+                format!(r#"{{"a": "{good}", "Not An Id": "{}"}}"#, token(4)),
+                0o600,
+                vec![4],
+            ),
+            (format!(r#"{{"a": "{}"}}"#, token(5)), 0o666, vec![5]),
+        ];
+        for (content, mode, tokens) in cases {
+            write(&map, &content, mode);
+            l.shared.reload();
+            for t in tokens {
+                assert!(
+                    redacts(&l, &token(t)),
+                    "{content} (mode {mode:o}): token {t}"
+                );
+            }
+            assert!(redacts(&l, &good));
+        }
+        // The unsafe map was never served.
+        assert_eq!(
+            l.shared
+                .snapshot
+                .load()
+                .map
+                .get("a")
+                .map(|t| t.expose().to_owned()),
+            Some(good)
+        );
+    }
+
+    #[test]
+    fn a_layer_made_for_new_options_starts_from_the_map_the_old_one_had_in_force() {
+        let (_d, map) = map_dir("succeed");
+        let t = token(7);
+        write(&map, &format!(r#"{{"paco--francis": "{t}"}}"#), 0o600);
+        let old = layer(&map);
+        // The map breaks, then the options change (another onMissingToken).
+        write(&map, "{ not json", 0o600);
+        let opts = Options::from_json(
+            &serde_json::json!({ "tokenMapPath": map, "onMissingToken": "block" }).to_string(),
+        )
+        .unwrap();
+        let new = Layer::load_after(opts, Log::silent(), Some(&old));
+        let snap = new.shared.snapshot.load();
+        assert!(snap.loaded);
+        assert_eq!(
+            snap.map.get("paco--francis").map(|t| t.expose().to_owned()),
+            Some(t.clone())
+        );
+        assert!(redacts(&new, &t));
+        assert!(
+            new.stats().last_error.is_some(),
+            "the broken file is reported"
+        );
     }
 }

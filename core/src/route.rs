@@ -70,8 +70,11 @@ fn session_tools(o: &Options) -> bool {
 fn cross_user(o: &Options) -> bool {
     o.rules.cross_user_send.enabled
 }
-fn workboard(o: &Options) -> bool {
-    o.rules.workboard_scope.enabled
+fn workboard_or_cross_user(o: &Options) -> bool {
+    o.rules.workboard_scope.enabled || o.rules.cross_user_send.enabled
+}
+fn cross_user_or_strict(o: &Options) -> bool {
+    o.rules.cross_user_send.enabled || protect_strict(o)
 }
 /// The path guard runs for the map (`protectMap`) or for the layer's files.
 fn protect_paths(o: &Options) -> bool {
@@ -85,6 +88,31 @@ fn protect_strict(o: &Options) -> bool {
 }
 fn always(_: &Options) -> bool {
     true
+}
+
+/// The Workboard tools: the agents work is assigned to (cross-user-send),
+/// then the board (workboard-scope).
+fn workboard_call<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
+    let assigned = workboard_scope::assignees(call.tool, call.params);
+    if let Some(d) = cross_user_send::assignees(cx, call, &assigned) {
+        return d;
+    }
+    workboard_scope::decide(cx, call, route)
+}
+
+/// `automations`: the agents a job runs as or a wake reaches
+/// (cross-user-send), then, under `protectMap: "strict"`, jobs that run a
+/// command on the host (map-access).
+fn automations<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
+    let agents = cross_user_send::automation_agents(call.params);
+    let named: Vec<&str> = agents.iter().map(String::as_str).collect();
+    if let Some(d) = cross_user_send::assignees(cx, call, &named) {
+        return d;
+    }
+    if cx.opts.protect_map == ProtectMap::Strict {
+        return map_access::automations(cx, call, route);
+    }
+    Decision::pass()
 }
 
 /// `sessions_send`: cross-user-send, then delegation-session; a token pasted
@@ -150,8 +178,17 @@ pub static ROUTES: &[Route] = &[
         rule: workboard_scope::RULE_ID,
         reads: workboard_scope::READS,
         scans: &[],
-        decide: workboard_scope::decide,
-        on: workboard,
+        decide: workboard_call,
+        on: workboard_or_cross_user,
+        derived: false,
+    },
+    Route {
+        tools: &workboard_scope::ASSIGN_TOOLS,
+        rule: cross_user_send::RULE_ID,
+        reads: &["agentId"],
+        scans: &[],
+        decide: workboard_call,
+        on: cross_user,
         derived: false,
     },
     Route {
@@ -292,13 +329,13 @@ pub static ROUTES: &[Route] = &[
         derived: false,
     },
     Route {
-        // Jobs that run a command or a script on the host: a shell by another name.
+        // Jobs run as an agent, and jobs that run a command on the host.
         tools: &["automations"],
-        rule: map_access::RULE_ID,
-        reads: &["action", "job"],
+        rule: cross_user_send::RULE_ID,
+        reads: &["action", "job", "agentId", "sessionKey"],
         scans: &[],
-        decide: map_access::automations,
-        on: protect_strict,
+        decide: automations,
+        on: cross_user_or_strict,
         derived: false,
     },
     Route {

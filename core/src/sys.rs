@@ -144,6 +144,22 @@ pub fn real_path(path: &Path) -> io::Result<(std::path::PathBuf, FileStat)> {
     }
 }
 
+/// Opens `path` to read, without blocking on a FIFO someone planted there.
+pub fn open_nonblocking(path: &Path) -> io::Result<File> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(path)
+    }
+    #[cfg(not(unix))]
+    {
+        File::open(path)
+    }
+}
+
 /// The target of `path` when it is a symlink (dangling or not).
 pub fn link_target(path: &Path) -> Option<std::path::PathBuf> {
     std::fs::symlink_metadata(path)

@@ -225,6 +225,33 @@ pub fn run(config_path: &Path) -> Vec<Finding> {
         }
     }
 
+    let guarded = doctor::guarded(&opts, Some(&c));
+    if !opts.rules.layer_controls.enabled {
+        out.push(finding(
+            "layer_controls_off",
+            Severity::Warn,
+            "the agents' own tools can switch the identity layer off",
+            format!("{config_key}.rules.layerControls.enabled is false: the agents' file tools can change OpenClaw's config and the plugin's files, and their plugins and openclaw tools can disable the plugin"),
+            Some(format!("openclaw config unset {config_key}.rules.layerControls")),
+        ));
+    }
+    out.push(finding(
+        "guarded_locations",
+        Severity::Info,
+        "what the agents' own tools can't reach",
+        guarded
+            .iter()
+            .map(|g| {
+                format!(
+                    "{} ({}): {} refused by {}",
+                    g.what, g.path, g.refused, g.rule
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+        None,
+    ));
+
     for check in doctor::exposure_checks(&c, map_path, opts.protect_map) {
         if check.status == Status::Warn {
             out.push(finding(
@@ -272,8 +299,10 @@ mod tests {
         (cfg, map)
     }
 
+    /// The findings but the listing of what is guarded, which every audit has.
     fn ids(f: &[Finding]) -> Vec<(&str, Severity)> {
         f.iter()
+            .filter(|f| f.check_id != "claw-identity.guarded_locations")
             .map(|f| (f.check_id.as_str(), f.severity))
             .collect()
     }
@@ -293,6 +322,37 @@ mod tests {
         for x in &f {
             assert!(!x.detail.contains(T1) && !x.detail.contains(T2));
         }
+    }
+
+    #[test]
+    fn every_audit_says_what_the_agents_tools_cant_reach() {
+        let (cfg, map) = setup("guarded", 0o600, "", "");
+        let f = run(&cfg);
+        let g = f
+            .iter()
+            .find(|f| f.check_id == "claw-identity.guarded_locations")
+            .unwrap();
+        assert_eq!(g.severity, Severity::Info);
+        assert!(
+            g.detail.contains(&format!(
+                "the token map ({}): read, write refused by map-access",
+                map.display()
+            )),
+            "{}",
+            g.detail
+        );
+        assert!(
+            g.detail.contains("OpenClaw's config file") && g.detail.contains("by layer-controls"),
+            "{}",
+            g.detail
+        );
+        let (off, _) = setup(
+            "guarded-off",
+            0o600,
+            r#", rules: { layerControls: { enabled: false } }"#,
+            "",
+        );
+        assert!(ids(&run(&off)).contains(&("claw-identity.layer_controls_off", Severity::Warn)));
     }
 
     #[test]

@@ -479,6 +479,28 @@ fn include_files(path: &Path, depth: usize, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// The locations the plugin with these options keeps out of the agents'
+/// tools' reach, as the layer computes them (`Engine::locations`), for
+/// `doctor` and `audit` to list.
+pub fn guarded_locations(
+    opts: &Options,
+    config: Option<&OpenClawConfig>,
+) -> Vec<crate::rules::map_access::Location> {
+    let files = match config {
+        Some(c) => c.files(&c.agent_fs()),
+        None => OpenClawFiles::default(),
+    };
+    crate::engine::Engine::locations(&opts.token_map_path, &files)
+        .into_iter()
+        .filter(|l| match l.guard {
+            crate::rules::map_access::Guard::Map => {
+                opts.protect_map != crate::rules::map_access::ProtectMap::Off
+            }
+            crate::rules::map_access::Guard::Layer => opts.rules.layer_controls.enabled,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -80,6 +80,36 @@ pub struct Report {
     pub map_loaded: bool,
     pub checks: Vec<Check>,
     pub agents: Vec<AgentRow>,
+    /// What rules `map-access` and `layer-controls` keep out of the agents'
+    /// tools' reach.
+    pub guarded: Vec<Guarded>,
+}
+
+/// One location the agents' tools can't reach.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Guarded {
+    pub rule: &'static str,
+    pub what: &'static str,
+    pub path: String,
+    /// `read, write` or `write`: what the tools are refused.
+    pub refused: &'static str,
+}
+
+/// The guarded locations, as the report lists them.
+pub fn guarded(
+    opts: &crate::options::Options,
+    config: Option<&crate::ops::config::OpenClawConfig>,
+) -> Vec<Guarded> {
+    crate::ops::config::guarded_locations(opts, config)
+        .into_iter()
+        .map(|l| Guarded {
+            rule: l.guard.rule(),
+            what: l.what,
+            path: format!("{}{}", l.path.display(), if l.dir { "/" } else { "" }),
+            refused: if l.secret { "read, write" } else { "write" },
+        })
+        .collect()
 }
 
 fn check(status: Status, check: &'static str, message: String, fix: Option<String>) -> Check {
@@ -401,6 +431,7 @@ pub fn run(args: &DoctorArgs<'_>) -> Result<Report, String> {
         map_loaded: map.is_some(),
         checks,
         agents: rows,
+        guarded: guarded(&opts, config.as_ref()),
     })
 }
 
@@ -547,6 +578,20 @@ impl Report {
             }
         }
         out.push('\n');
+        // Listed with a config: the paths of its includes and workspaces are part of it.
+        if self.config.is_some() && !self.guarded.is_empty() {
+            out += "guarded from the agents' own tools:\n";
+            for g in &self.guarded {
+                out += &format!(
+                    "  {:<14} {:<11} {} ({})\n",
+                    g.rule,
+                    g.refused,
+                    g.what,
+                    shown(&g.path)
+                );
+            }
+            out.push('\n');
+        }
         let warnings = if self.warnings > 0 {
             format!(" ({})", plural(self.warnings, "warning", "warnings"))
         } else {

@@ -236,6 +236,73 @@ fn unresolved<'a>(cx: &Context<'_, 'a>, tool: &str, why: Unresolved) -> Decision
     }
 }
 
+/// Work handed to other agents: the agents a call assigns, makes owners or
+/// wakes (a Workboard card's `agentId`, a session's new owner, a cron job's
+/// agent) are held to the same user rule and grants as a send. `None`:
+/// every one may be reached; otherwise the block, or the approval to ask.
+pub fn assignees<'a>(
+    cx: &Context<'_, 'a>,
+    call: &ToolCall<'a>,
+    named: &[&str],
+) -> Option<Decision<'a>> {
+    if !cx.opts.rules.cross_user_send.enabled || named.is_empty() {
+        return None;
+    }
+    let Some(caller) = call.agent_id.and_then(normalize_agent_id) else {
+        return Some(Decision::block(RULE_ID, unknown_caller_reason(call.tool)));
+    };
+    let mut targets = Vec::new();
+    for raw in named {
+        match normalize_agent_id(raw) {
+            Some(a) => targets.push(a),
+            None => {
+                return Some(Decision::block(
+                    RULE_ID,
+                    unresolved_reason(call.tool, Unresolved::BadAgentId),
+                ))
+            }
+        }
+    }
+    match check(&cx.opts.rules.cross_user_send, call.tool, &caller, &targets) {
+        Ok(None) => None,
+        Ok(Some(agent)) => Some(ask(call.tool, &caller, &agent, Patch::default())),
+        Err(reason) => Some(Decision::block(RULE_ID, reason)),
+    }
+}
+
+/// The agents an `automations` (OpenClaw's cron, `cron-tool-*.mjs`) call
+/// makes run: `add`/`update` a job for `job.agentId`, `job.owner.agentId` or
+/// the agent of `job.sessionKey`; `wake` the agent `agentId` names, or that
+/// of `sessionKey` (the caller itself when neither is given).
+pub fn automation_agents(params: &Params) -> Vec<String> {
+    let text = |v: Option<&Value>| {
+        v.and_then(Value::as_str)
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+    };
+    let action = text(params.get("action")).unwrap_or_default();
+    let mut out = Vec::new();
+    match action.as_str() {
+        "add" | "update" => {
+            let job = params.get("job");
+            out.extend(text(job.and_then(|j| j.get("agentId"))));
+            out.extend(text(
+                job.and_then(|j| j.get("owner"))
+                    .and_then(|o| o.get("agentId")),
+            ));
+            out.extend(
+                text(job.and_then(|j| j.get("sessionKey"))).and_then(|k| session_key_agent(&k)),
+            );
+        }
+        "wake" => match text(params.get("agentId")) {
+            Some(a) => out.push(a),
+            None => out.extend(text(params.get("sessionKey")).and_then(|k| session_key_agent(&k))),
+        },
+        _ => {}
+    }
+    out
+}
+
 /// `sessions_send`: this rule, then `delegation-session`, which routes a
 /// send addressed by agent into the session dedicated to (conversation ×
 /// specialist) and has it created first.

@@ -40,12 +40,30 @@ pub const READS: &[&str] = &[
     "targets",
     "agentId",
     "agent_id",
+    "action",
+    "ownerType",
+    "ownerId",
 ];
+
+/// `sessions` `assign_owner` with `ownerType: "agent"` makes `ownerId` the
+/// session's owner (`createSessionsTool`, `openclaw-tools-*.mjs`): work
+/// handed to that agent.
+fn new_owner<'p>(tool: &str, params: &'p Params) -> Option<&'p str> {
+    let is = |k: &str, v: &str| str_param(params, k, k).is_some_and(|s| s.eq_ignore_ascii_case(v));
+    (tool == "sessions" && is("action", "assign_owner") && is("ownerType", "agent"))
+        .then(|| str_param(params, "ownerId", "ownerId"))
+        .flatten()
+}
 
 /// The rule for the session tools other than sends: the caller may reach
 /// only agents the same-user rule and the grants allow, and a listing is
 /// narrowed to the caller with OpenClaw's own `agentId` filter.
 pub fn decide<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decision<'a> {
+    if let Some(owner) = new_owner(call.tool, call.params) {
+        if let Some(d) = cross_user_send::assignees(cx, call, &[owner]) {
+            return d;
+        }
+    }
     let caller = call.agent_id.and_then(normalize_agent_id);
     let reaches = match evaluate(call.tool, call.params) {
         Ok(Reaches::Own) => return Decision::pass(),

@@ -60,11 +60,52 @@ pub const TOOLS: [&str; 13] = [
     BOARDS_TOOL,
 ];
 
-/// The top-level params this rule reads.
-pub const READS: &[&str] = &["boardId", "children", "id"];
+/// The top-level params this rule reads, and those rule `cross-user-send`
+/// reads on the same tools (who work is assigned to).
+pub const READS: &[&str] = &["boardId", "children", "id", "agentId", "orchestration"];
+
+/// The card tools that assign work to an agent by card id alone, outside
+/// this rule's board scoping (`workboard_reassign {id, agentId}`).
+pub const ASSIGN_TOOLS: [&str; 1] = ["workboard_reassign"];
+
+/// The agents a Workboard call assigns work to (`extensions/workboard/index.js`
+/// schemas): `agentId` of `workboard_create`, `_specify` and `_reassign`,
+/// each `children[].agentId` of `workboard_decompose`, and
+/// `orchestration.defaultAssignee` of `workboard_board_create`. (The
+/// `agentId` of `workboard_list` only filters the listing.)
+pub fn assignees<'p>(tool: &str, params: &'p Params) -> Vec<&'p str> {
+    let text = |v: Option<&'p Value>| {
+        v.and_then(Value::as_str)
+            .map(js_trim)
+            .filter(|s| !s.is_empty())
+    };
+    match tool {
+        "workboard_create" | "workboard_specify" | "workboard_reassign" => {
+            text(params.get("agentId")).into_iter().collect()
+        }
+        DECOMPOSE_TOOL => match params.get("children") {
+            Some(Value::Array(children)) => children
+                .iter()
+                .filter_map(|c| text(c.get("agentId")))
+                .collect(),
+            _ => Vec::new(),
+        },
+        BOARD_CREATE_TOOL => text(
+            params
+                .get("orchestration")
+                .and_then(|o| o.get("defaultAssignee")),
+        )
+        .into_iter()
+        .collect(),
+        _ => Vec::new(),
+    }
+}
 
 /// The rule's decision for a Workboard call.
 pub fn decide<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decision<'a> {
+    if !cx.opts.rules.workboard_scope.enabled {
+        return Decision::pass();
+    }
     match evaluate(
         &cx.opts.rules.workboard_scope,
         call.tool,

@@ -300,6 +300,45 @@ impl<'de> Visitor<'de> for EntriesVisitor {
     }
 }
 
+/// Every run of exactly 64 hex digits in `bytes`: the tokens a file holds,
+/// whatever else it holds, for the redactor (never served).
+pub fn tokens_in(bytes: &[u8]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if !bytes[i].is_ascii_hexdigit() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && bytes[i].is_ascii_hexdigit() {
+            i += 1;
+        }
+        if i - start == 64 {
+            let t = String::from_utf8_lossy(&bytes[start..i]).to_ascii_lowercase();
+            if !out.contains(&t) {
+                out.push(t);
+            }
+        }
+    }
+    out
+}
+
+/// The bytes of the map file as it is, whatever the gate thinks of it, to
+/// learn the tokens of a map that is not served (for the redactor only):
+/// a regular file, at most `max_bytes`, opened without blocking on a FIFO.
+pub fn read_unserved(path: &std::path::Path, max_bytes: u64) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let file = crate::sys::open_nonblocking(path).ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() || meta.len() > max_bytes {
+        return None;
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(max_bytes).read_to_end(&mut bytes).ok()?;
+    Some(bytes)
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
