@@ -123,3 +123,46 @@ test('a params key that Object.prototype has as a setter is copied as an own val
   assert.equal(r.params.auth_token, tokens[FRANCIS]);
   layer.close();
 });
+
+/** An object whose listed fields are getters that count their reads. */
+function counted(fields, reads) {
+  const o = {};
+  for (const [k, v] of Object.entries(fields)) {
+    reads[k] = 0;
+    Object.defineProperty(o, k, { get: () => (reads[k]++, v), enumerable: true });
+  }
+  return o;
+}
+
+test('each field of the event and the ctx is read once per call, or not at all', () => {
+  const { layer, tokens } = setup(undefined);
+  const cases = [
+    // An owned tool: no rule reads its params, so they are read once, by the rewrite.
+    ['claw-os__claw_notes', { note: 'hi' }, { toolName: 1, params: 1, agentId: 1, sessionKey: 1 }],
+    // A guarded tool: the rule reads the params, and the result does not read them again.
+    ['sessions_send', { sessionKey: `agent:${FRANCIS}:main`, message: 'hi' }, { toolName: 1, params: 1, agentId: 1, sessionKey: 1 }],
+    // A tool no rule concerns: only its name is read.
+    ['exec', { command: 'ls' }, { toolName: 1, params: 0, agentId: 0, sessionKey: 0 }],
+  ];
+  for (const [tool, params, expected] of cases) {
+    const reads = {};
+    const event = counted({ toolName: tool, params }, reads);
+    const ctx = counted({ agentId: FRANCIS, sessionKey: `agent:${FRANCIS}:main` }, reads);
+    const r = layer.beforeToolCall(event, ctx);
+    assert.deepEqual(reads, expected, tool);
+    if (tool === 'claw-os__claw_notes') assert.equal(r.params.auth_token, tokens[FRANCIS]);
+  }
+  layer.close();
+});
+
+test("a layer's beforeToolCall is its own, read-only and not enumerable", () => {
+  const { layer } = setup(undefined);
+  const d = Object.getOwnPropertyDescriptor(layer, 'beforeToolCall');
+  assert.equal(typeof d?.value, 'function');
+  assert.deepEqual([d.writable, d.enumerable, d.configurable], [false, false, false]);
+  assert.throws(() => {
+    layer.beforeToolCall = () => undefined;
+  }, TypeError);
+  assert.deepEqual(Object.keys(layer), []);
+  layer.close();
+});

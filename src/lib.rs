@@ -86,25 +86,21 @@ fn native_stats(layer: &claw_identity_core::Layer) -> NativeStats {
 #[napi]
 impl IdentityLayer {
     /// Loads the map, starts its watcher. Throws on invalid options, naming them.
+    ///
+    /// Its `beforeToolCall(event, ctx)` is an own property of the object,
+    /// not a `#[napi]` method: see `bridge::tiers::install_hook`. It returns
+    /// the decision for one tool call in OpenClaw's hook result shape
+    /// (`undefined`, `{ params }`, `{ block, blockReason }` or
+    /// `{ requireApproval, params? }`, or a promise of one of these when a
+    /// delegation session must be created first), and never throws.
     #[napi(constructor, catch_unwind)]
-    pub fn new(env: Env, options: Option<Js<'_>>) -> Result<Self> {
+    pub fn new(env: Env, this: This<Js<'_>>, options: Option<Js<'_>>) -> Result<Self> {
         let options = JsOptions::read(options)?;
         let inner = JsLayer::new(&env, &options, None)?;
         #[cfg(target_os = "wasi")]
         bridge::poll::start(&env, &inner)?;
+        bridge::tiers::install_hook(&env, *this, &inner)?;
         Ok(IdentityLayer { inner })
-    }
-
-    /// The decision for one tool call, in OpenClaw's hook result shape:
-    /// `undefined`, `{ params }`, `{ block, blockReason }` or
-    /// `{ requireApproval, params? }` (a promise of one of these when a
-    /// delegation session must be created first). Never throws.
-    #[napi(
-        catch_unwind,
-        ts_args_type = "event: ToolCallEvent, ctx?: ToolCallContext"
-    )]
-    pub fn before_tool_call<'e>(&self, env: &'e Env, event: Js<'e>, ctx: Js<'e>) -> Result<Js<'e>> {
-        self.inner.hook(env, event, ctx)
     }
 
     /// Counters and map state; never holds a token.

@@ -13,7 +13,7 @@ use crate::engine::Engine;
 use crate::log::{Level, LineBuf, Log};
 use crate::options::Options;
 use crate::redact::results::{Redactor, DEFAULT_GRACE};
-use crate::redact::Shown;
+use crate::redact::{as_is, Shown};
 use crate::rules::{Decision, MapView, TokenStatus, ToolCall, Verdict};
 use crate::token_map::{self, GateOptions, MapError, MapErrorKind, TokenMap};
 use crate::watcher::{Trigger, WatchConfig, Watcher};
@@ -409,6 +409,13 @@ impl Shared {
         let agent = Shown(call.agent_id.unwrap_or("<none>"));
         let tool = Shown(call.tool);
         match (d.token, &d.verdict) {
+            // The line of nearly every call, without the formatting machinery.
+            (TokenStatus::Injected(_), _) if as_is(call.tool) && as_is(agent.0) => {
+                self.log.line_of(
+                    Level::Info,
+                    &["before_tool_call tool=", call.tool, " agent=", agent.0, " token-status=ok"],
+                )
+            }
             (TokenStatus::Injected(_), _) => self.log.line(
                 Level::Info,
                 format_args!("before_tool_call tool={tool} agent={agent} token-status=ok"),

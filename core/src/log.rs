@@ -130,6 +130,20 @@ impl Log {
         }
     }
 
+    /// The per-call line made of `parts`, on the stack, or `None` when its
+    /// level is off.
+    pub fn line_of(&self, level: Level, parts: &[&str]) -> Option<LineBuf> {
+        if !self.enabled() || (level == Level::Info && !self.info_enabled()) {
+            return None;
+        }
+        let mut line = LineBuf::new(level);
+        let _ = line.write_str(PREFIX);
+        for p in parts {
+            let _ = line.write_str(p);
+        }
+        Some(line)
+    }
+
     /// The per-call line of a decision, formatted on the stack, or `None`
     /// when its level is off.
     pub fn line(&self, level: Level, msg: fmt::Arguments<'_>) -> Option<LineBuf> {

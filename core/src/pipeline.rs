@@ -31,7 +31,7 @@ pub fn decide<R>(
     layer: &Layer,
     call: &ToolCall<'_>,
     host: &dyn Host,
-    f: impl FnOnce(&Decision<'_>, Option<LineBuf>) -> R,
+    f: impl FnOnce(&Decision<'_>, Option<&LineBuf>) -> R,
 ) -> R {
     let engine = layer.engine();
     layer.with_view(|view| {
@@ -39,7 +39,7 @@ pub fn decide<R>(
             let d = engine.decide(call, view, host);
             let Some(need) = &d.need_session else {
                 let line = layer.account(call, &d);
-                return f(&d, line);
+                return f(&d, line.as_ref());
             };
             let entry = host
                 .session(&need.agent_id, &need.session_key)

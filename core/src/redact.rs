@@ -39,16 +39,37 @@ pub fn shown(value: &str) -> String {
 #[derive(Clone, Copy)]
 pub struct Shown<'a>(pub &'a str);
 
+/// Longer values are cut there by [`shown`].
+const MAX_CHARS: usize = 96;
+
+/// Whether [`shown`] prints `value` as it is: short printable ASCII with no
+/// run of hex digits that could be a token (the common case, checked in
+/// one pass).
+pub fn as_is(value: &str) -> bool {
+    if value.len() > MAX_CHARS {
+        return false;
+    }
+    let mut run = 0;
+    for b in value.bytes() {
+        if !(0x20..0x7f).contains(&b) {
+            return false;
+        }
+        run = if b.is_ascii_hexdigit() { run + 1 } else { 0 };
+        if run >= SUSPICIOUS_HEX_RUN {
+            return false;
+        }
+    }
+    true
+}
+
 impl fmt::Display for Shown<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const MAX_CHARS: usize = 96;
         let value = self.0;
+        if as_is(value) {
+            return f.write_str(value);
+        }
         if has_hex_run(value, SUSPICIOUS_HEX_RUN) {
             return write!(f, "<redacted sha256:{}>", fingerprint(value));
-        }
-        // The common case: short printable ASCII is shown as it is.
-        if value.len() <= MAX_CHARS && value.bytes().all(|b| (0x20..0x7f).contains(&b)) {
-            return f.write_str(value);
         }
         for (i, c) in value.chars().enumerate() {
             if i == MAX_CHARS {

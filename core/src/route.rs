@@ -11,6 +11,8 @@
 
 use std::collections::HashMap;
 
+use rustc_hash::FxBuildHasher;
+
 use crate::options::Options;
 use crate::rules::map_access::{self, ProtectMap};
 use crate::rules::{
@@ -360,13 +362,13 @@ pub static ROUTES: &[Route] = &[
 
 /// The rows the options switch on, by tool.
 pub struct Router {
-    exact: HashMap<&'static str, &'static Route>,
+    exact: HashMap<&'static str, &'static Route, FxBuildHasher>,
     prefixes: Vec<String>,
 }
 
 impl Router {
     pub fn new(opts: &Options) -> Router {
-        let mut exact = HashMap::new();
+        let mut exact = HashMap::default();
         for route in ROUTES.iter().filter(|r| (r.on)(opts)) {
             for tool in route.tools {
                 exact.insert(*tool, route);

@@ -524,6 +524,27 @@ impl<'e> Js<'e> {
     /// Defines own, enumerable, writable data properties: no setter on
     /// `Object.prototype` sees the value, and a key named `__proto__` stays an
     /// own key, as `{...params}` makes it.
+    /// Defines `key` as an own property that can't be written, deleted or
+    /// enumerated.
+    pub fn define_fixed(self, key: Js<'_>, value: Js<'_>) -> Result<()> {
+        let d = sys::napi_property_descriptor {
+            utf8name: ptr::null(),
+            name: key.raw,
+            method: None,
+            getter: None,
+            setter: None,
+            value: value.raw,
+            attributes: sys::PropertyAttributes::default,
+            data: ptr::null_mut(),
+        };
+        // SAFETY: the descriptor names live values of this env.
+        check(
+            self.env,
+            unsafe { sys::napi_define_properties(self.env, self.raw, 1, &d) },
+            "define_properties",
+        )
+    }
+
     pub fn define(self, props: &[(Js<'_>, Js<'_>)]) -> Result<()> {
         let descriptors: Vec<sys::napi_property_descriptor> = props
             .iter()
@@ -597,7 +618,18 @@ impl<'e> Js<'e> {
     /// cleared (it must not fail the tool call) and returned as the error,
     /// with the exception's `message` when it has one.
     pub fn call(self, this: Js<'_>, args: &[Js<'_>]) -> std::result::Result<Js<'e>, String> {
-        let raw_args: Vec<sys::napi_value> = args.iter().map(|a| a.raw).collect();
+        // On the stack for the calls the hot path makes (no allocation).
+        let mut stack = [ptr::null_mut(); 8];
+        let heap: Vec<sys::napi_value>;
+        let raw_args: &[sys::napi_value] = if args.len() <= stack.len() {
+            for (slot, a) in stack.iter_mut().zip(args) {
+                *slot = a.raw;
+            }
+            &stack[..args.len()]
+        } else {
+            heap = args.iter().map(|a| a.raw).collect();
+            &heap
+        };
         let mut out = ptr::null_mut();
         // SAFETY: every value is live for this callback.
         let status = unsafe {

@@ -40,21 +40,30 @@ const AGENT: usize = 2;
 const SESSION: usize = 3;
 const KEY_NAMES: [&str; 4] = ["toolName", "params", "agentId", "sessionKey"];
 
-/// The level of the log line `rewrite.js`'s `ownedRewrite` delivers: the
-/// index into the `[info, warn]` it was made with.
-#[derive(Clone, Copy)]
-#[repr(u8)]
-enum LineLevel {
-    Info = 0,
-    Warn = 1,
-}
-
 /// The tool of a call being decided, for the fail-closed answer if the
 /// decision fails: in the call's stack buffer, without a copy.
 enum Seen {
     None,
     InBuf(usize),
     Heap(String),
+}
+
+/// Where a call's params object is: read (an object, or `None` for
+/// anything else), or still on the event, for the result to read.
+#[derive(Clone, Copy)]
+enum ParamsOf<'e> {
+    Read(Option<Js<'e>>),
+    Unread(Js<'e>),
+}
+
+/// `v` if it is an object; and whether it is something else than an
+/// object, `undefined` or `null`.
+fn object_or_not(v: Js<'_>) -> Result<(Option<Js<'_>>, bool)> {
+    Ok(match v.kind()? {
+        Kind::Object => (Some(v), false),
+        Kind::Undefined | Kind::Null => (None, false),
+        _ => (None, true),
+    })
 }
 
 /// Room on the stack for a tool name, an agent id and a session key: every
@@ -207,8 +216,8 @@ impl JsLayer {
                 None => Js::undefined_in(env),
             }
         };
-        log.set_index(LineLevel::Info as u32, method(Level::Info)?)?;
-        log.set_index(LineLevel::Warn as u32, method(Level::Warn)?)?;
+        log.set_index(0, method(Level::Info)?)?;
+        log.set_index(1, method(Level::Warn)?)?;
         let rewrite = factory
             .call(
                 Js::undefined_in(env)?,
@@ -260,13 +269,11 @@ impl JsLayer {
     /// OpenClaw's hook result for one call. Never throws: an error or a
     /// panic while deciding fails closed.
     pub fn hook<'e>(self: &Rc<Self>, env: &'e Env, event: Js<'e>, ctx: Js<'e>) -> Result<Js<'e>> {
-        // Lines logged while deciding (by this thread or the watcher's) go
-        // out on this thread, in order, before the call returns.
-        self.pending.hold();
         let mut tool_buf = [0u8; ID_BUF];
         let mut seen = Seen::None;
+        let mut held = false;
         let r = catch_unwind(AssertUnwindSafe(|| {
-            self.decide(env, event, ctx, &mut tool_buf, &mut seen)
+            self.decide(env, event, ctx, &mut tool_buf, &mut seen, &mut held)
         }));
         let tool = match &seen {
             Seen::None => None,
@@ -278,7 +285,9 @@ impl JsLayer {
             Ok(Err(e)) => self.failed(env, tool, &e.reason),
             Err(_) => self.failed(env, tool, "a panic"),
         };
-        self.logger.release(env, &self.pending);
+        if held {
+            self.logger.release(env, &self.pending);
+        }
         out
     }
 
@@ -300,6 +309,7 @@ impl JsLayer {
         ctx: Js<'e>,
         tool_buf: &mut [u8; ID_BUF],
         seen: &mut Seen,
+        held: &mut bool,
     ) -> Result<Js<'e>> {
         let engine = self.layer.engine();
         let tool = match event.get_by(self.keys.get(env, TOOL)?)? {
@@ -310,6 +320,10 @@ impl JsLayer {
             self.layer.note_unowned();
             return Js::undefined_in(env);
         };
+        // Lines logged from here on (by this thread or the watcher's) go out
+        // on this thread, in order, before the call returns.
+        self.pending.hold();
+        *held = true;
         *seen = match &tool {
             Cow::Borrowed(t) => Seen::InBuf(t.len()),
             Cow::Owned(t) => Seen::Heap(t.clone()),
@@ -332,12 +346,6 @@ impl JsLayer {
             None => None,
         };
 
-        let raw_params = event.get_key(self.keys.get(env, PARAMS)?)?;
-        let (params_obj, not_object) = match raw_params.kind()? {
-            Kind::Object => (Some(raw_params), false),
-            Kind::Undefined | Kind::Null => (None, false),
-            _ => (None, true),
-        };
         let empty = Params::new();
         let mut call = ToolCall {
             tool: &tool,
@@ -346,13 +354,30 @@ impl JsLayer {
             params: &empty,
             derived_paths: &[],
         };
+        // `event.params` is read once per call: here when a rule reads the
+        // params, or else only when the result copies them.
         let needs_params = !route.reads.is_empty() || !route.scans.is_empty();
-        let read = if !needs_params {
-            Ok(Params::new())
-        } else if not_object && !route.reads.is_empty() {
-            Err(("(params)", "not an object"))
+        let mut params = Params::new();
+        let params_js = if needs_params {
+            let raw_params = event.get_key(self.keys.get(env, PARAMS)?)?;
+            let (obj, not_object) = object_or_not(raw_params)?;
+            let read = if not_object && !route.reads.is_empty() {
+                Err(("(params)", "not an object"))
+            } else {
+                read_fields(obj, route.reads, route.scans)?.map_err(|u| (u.field, u.why))
+            };
+            match read {
+                Ok(p) => params = p,
+                Err((field, why)) => {
+                    let d = engine.unreadable(&call, field, why);
+                    let line = self.layer.account(&call, &d);
+                    let from = ParamsOf::Read(obj);
+                    return self.result(env, &d, from, (session_js, call.session_key), line.as_ref());
+                }
+            }
+            ParamsOf::Read(obj)
         } else {
-            read_fields(params_obj, route.reads, route.scans)?.map_err(|u| (u.field, u.why))
+            ParamsOf::Unread(event)
         };
         let derived = if route.derived {
             self.derived_paths(env, event)?
@@ -360,14 +385,6 @@ impl JsLayer {
             Vec::new()
         };
         call.derived_paths = &derived;
-        let params = match read {
-            Ok(p) => p,
-            Err((field, why)) => {
-                let d = engine.unreadable(&call, field, why);
-                let line = self.layer.account(&call, &d);
-                return self.result(env, &d, params_obj, (session_js, call.session_key), line);
-            }
-        };
         call.params = &params;
 
         let store = self.sessions.borrow();
@@ -378,7 +395,7 @@ impl JsLayer {
         };
         let (result, ensure) = pipeline::decide(&self.layer, &call, &host, |d, line| {
             (
-                self.result(env, d, params_obj, (session_js, call.session_key), line),
+                self.result(env, d, params_js, (session_js, call.session_key), line),
                 d.ensure_session.clone(),
             )
         });
@@ -418,7 +435,7 @@ impl JsLayer {
     }
 
     /// Delivers a per-call line now, after the lines waiting before it.
-    fn deliver(&self, env: &Env, line: Option<LineBuf>) {
+    fn deliver(&self, env: &Env, line: Option<&LineBuf>) {
         if let Some(line) = line {
             self.logger.flush_waiting(env, &self.pending);
             self.logger.write(env, line.level(), line.as_str());
@@ -430,9 +447,9 @@ impl JsLayer {
         &self,
         env: &'e Env,
         d: &Decision<'_>,
-        params: Option<Js<'e>>,
+        params: ParamsOf<'e>,
         (session, session_key): (Option<Js<'e>>, Option<&str>),
-        line: Option<LineBuf>,
+        line: Option<&LineBuf>,
     ) -> Result<Js<'e>> {
         let raw = env.raw();
         match &d.verdict {
@@ -445,7 +462,7 @@ impl JsLayer {
             }
             Verdict::Rewrite(patch) => {
                 self.deliver(env, line);
-                let copy = self.copy(env, params, patch)?;
+                let copy = self.copy(env, self.params(env, params)?, patch)?;
                 let out = Js::object(raw)?;
                 out.define(&[(Js::string(raw, "params")?, copy)])?;
                 Ok(out)
@@ -477,10 +494,21 @@ impl JsLayer {
                 let out = Js::object(raw)?;
                 out.define(&[(Js::string(raw, "requireApproval")?, a)])?;
                 if !then.is_empty() {
-                    let copy = self.copy(env, params, then)?;
+                    let copy = self.copy(env, self.params(env, params)?, then)?;
                     out.define(&[(Js::string(raw, "params")?, copy)])?;
                 }
                 Ok(out)
+            }
+        }
+    }
+
+    /// The call's params object, read now if no rule read it.
+    fn params<'e>(&self, env: &'e Env, params: ParamsOf<'e>) -> Result<Option<Js<'e>>> {
+        match params {
+            ParamsOf::Read(p) => Ok(p),
+            ParamsOf::Unread(event) => {
+                let p = event.get_key(self.keys.get(env, PARAMS)?)?;
+                Ok(object_or_not(p)?.0)
             }
         }
     }
@@ -493,15 +521,16 @@ impl JsLayer {
             && p.conversation.is_keep() != self.with_conversation
     }
 
-    /// An owned call's rewrite and log line, in one call into V8.
+    /// An owned call's rewrite and log line, in one call into V8, which
+    /// also reads `event.params` when no rule did.
     fn owned<'e>(
         &self,
         env: &'e Env,
         p: &Patch<'_>,
-        params: Option<Js<'e>>,
+        params: ParamsOf<'e>,
         session: Option<Js<'e>>,
         session_key: Option<&str>,
-        line: Option<LineBuf>,
+        line: Option<&LineBuf>,
     ) -> Result<Js<'e>> {
         let raw = env.raw();
         let undefined = Js::undefined_in(env)?;
@@ -519,31 +548,18 @@ impl JsLayer {
             // Lines logged before this one go out first.
             self.logger.flush_waiting(env, &self.pending);
         }
-        let (text, level) = match &line {
-            Some(l) => (
-                Js::string(raw, l.as_str())?,
-                Js::from_f64(
-                    raw,
-                    match l.level() {
-                        Level::Info => LineLevel::Info,
-                        _ => LineLevel::Warn,
-                    } as u8 as f64,
-                )?,
-            ),
+        let (text, warn) = match &line {
+            Some(l) if l.level() == Level::Info => (Js::string(raw, l.as_str())?, undefined),
+            Some(l) => (Js::string(raw, l.as_str())?, Js::boolean(raw, true)?),
             None => (undefined, undefined),
         };
+        let (event, params) = match params {
+            ParamsOf::Unread(event) => (event, undefined),
+            ParamsOf::Read(p) => (undefined, p.unwrap_or(undefined)),
+        };
         let f = Js::of(env, self.owned_rewrite.borrow_back(env)?)?;
-        f.call(
-            undefined,
-            &[
-                params.unwrap_or(undefined),
-                token,
-                conversation,
-                text,
-                level,
-            ],
-        )
-        .map_err(Error::from_reason)
+        f.call(undefined, &[event, params, token, conversation, text, warn])
+            .map_err(Error::from_reason)
     }
 
     /// `params` with `patch` applied, through N-API (every rewrite but an

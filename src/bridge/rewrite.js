@@ -6,8 +6,13 @@
 // (bridge/layer.rs), with TOKEN and CONVERSATION replaced by the layer's
 // param names as string literals (constant keys let V8 build the object
 // without a runtime call per key), then called with the logger's methods,
-// `[info, warn]` in the order of the addon's `LineLevel`, and whether the
-// layer sets the conversation id.
+// `[info, warn]`, and whether the layer sets the conversation id.
+//
+// `event` is the call's event when no rule read its params: `event.params`
+// is then read here, once, as the addon reads it (an object that is not an
+// array, or nothing);
+// otherwise `event` is `undefined` and `p` is the params object the rules
+// read. `warn` is true for a warning line.
 //
 // Spread and object-literal keys both define (never set) properties, so no
 // setter on Object.prototype runs and an own `__proto__` key stays an own
@@ -17,24 +22,31 @@
 // there; JSON drops it), and one it doesn't hold is left out. The result is
 // `undefined` when there is nothing to set or take out.
 (log, withConversation, hasOwn = Object.hasOwn) => {
-  const logLine = (line, level) => {
+  const logLine = (line, warn) => {
     if (line === undefined) return;
     try {
-      log[level](line);
+      log[warn === true ? 1 : 0](line);
     } catch {
       // A logger that throws must not fail the tool call.
     }
   };
-  const has = (p, key) => p != null && hasOwn(p, key);
+  const paramsOf = (event, p) => {
+    if (event === undefined) return p;
+    const q = event.params;
+    return typeof q === 'object' && q !== null && !Array.isArray(q) ? q : undefined;
+  };
+  const has = (p, key) => p !== undefined && hasOwn(p, key);
   if (!withConversation) {
-    return function ownedRewrite(p, token, _conversation, line, level) {
-      logLine(line, level);
+    return function ownedRewrite(event, params, token, _conversation, line, warn) {
+      const p = paramsOf(event, params);
+      logLine(line, warn);
       if (token === undefined && !has(p, TOKEN_KEY)) return undefined;
       return { params: { ...p, TOKEN: token } };
     };
   }
-  return function ownedRewrite(p, token, conversation, line, level) {
-    logLine(line, level);
+  return function ownedRewrite(event, params, token, conversation, line, warn) {
+    const p = paramsOf(event, params);
+    logLine(line, warn);
     const t = token !== undefined || has(p, TOKEN_KEY);
     const c = conversation !== undefined || has(p, CONVERSATION_KEY);
     if (t && c) return { params: { ...p, TOKEN: token, CONVERSATION: conversation } };

@@ -81,7 +81,10 @@ pub fn configure(env: &Env, options: Option<Js<'_>>) -> Result<Reference<Identit
     let inner = JsLayer::new(env, &options, previous.as_ref().map(|p| &p.layer))?;
     #[cfg(target_os = "wasi")]
     super::poll::start(env, &inner)?;
-    let next = IdentityLayer::into_reference(IdentityLayer::from_js(inner), *env)?;
+    let next = IdentityLayer::into_reference(IdentityLayer::from_js(inner.clone()), *env)?;
+    // SAFETY: a reference of this env, read back within this callback.
+    let object = unsafe { Js::from_raw(env.raw(), ToNapiValue::to_napi_value(env.raw(), next.clone(*env)?)?) };
+    install_hook(env, object, &inner)?;
     let old = state.shared.borrow_mut().replace((key, next.clone(*env)?));
     if let Some((_, old)) = old {
         old.js().layer.close();
@@ -92,7 +95,7 @@ pub fn configure(env: &Env, options: Option<Js<'_>>) -> Result<Reference<Identit
 /// Which function of a registration a callback is.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Tier {
-    /// The module's `beforeToolCall`, outside a registration: decides.
+    /// The module's `beforeToolCall`, or an `IdentityLayer`'s: decides.
     Module,
     /// The trusted policy: decides, and notes that it ran.
     Policy,
@@ -100,10 +103,19 @@ enum Tier {
     Net,
 }
 
-/// A callback's data: which function it is, and its registration's state.
+/// The layer a callback decides on.
+enum Source {
+    /// The one `configure` made for this JS thread, whichever is in force.
+    Thread(&'static ThreadState),
+    /// One `IdentityLayer`'s own.
+    Layer(Rc<JsLayer>),
+}
+
+/// A callback's data: which function it is, its layer, and its
+/// registration's state.
 struct TierData {
     tier: Tier,
-    state: &'static ThreadState,
+    source: Source,
     /// Shared by one registration's policy and hook.
     policy_ran: Rc<Cell<bool>>,
     warned: Rc<Cell<bool>>,
@@ -141,7 +153,14 @@ unsafe extern "C" fn tier_callback(
             }
             Tier::Net | Tier::Module => {}
         }
-        let layer = data.state.layer(&env)?;
+        let thread;
+        let layer = match &data.source {
+            Source::Layer(l) => l,
+            Source::Thread(state) => {
+                thread = state.layer(&env)?;
+                &thread
+            }
+        };
         if data.tier == Tier::Net && !data.warned.replace(true) {
             layer.layer.log().error(format_args!(
                 "the trusted tool-policy tier did not run for this call, so identity is enforced only by the ordinary before_tool_call hook: another plugin's hook at a lower priority can undo the rewrite and approvals may freeze the model's params. Declare contracts.trustedToolPolicies and enable the plugin explicitly (openclaw plugins install <tgz> --force --accept-capabilities)."
@@ -233,7 +252,7 @@ fn data(
 ) -> Result<TierData> {
     Ok(TierData {
         tier,
-        state: ThreadState::of(env)?,
+        source: Source::Thread(ThreadState::of(env)?),
         policy_ran: policy_ran.clone(),
         warned: warned.clone(),
     })
@@ -247,6 +266,25 @@ pub fn module_hook(env: &Env) -> Result<Js<'_>> {
         "beforeToolCall",
         data(env, Tier::Module, &ran, &warned)?,
     )
+}
+
+/// Gives an `IdentityLayer` object its `beforeToolCall(event, ctx)`: an own
+/// property (read-only, not enumerable), the raw callback on `layer`. A
+/// `#[napi]` method would pay napi-rs's borrow tracking, about 300 ns a
+/// call here (BENCHMARKS.md).
+pub fn install_hook(env: &Env, object: Js<'_>, layer: &Rc<JsLayer>) -> Result<()> {
+    let (ran, warned): (Rc<Cell<bool>>, Rc<Cell<bool>>) = Default::default();
+    let hook = make(
+        env,
+        "beforeToolCall",
+        TierData {
+            tier: Tier::Module,
+            source: Source::Layer(layer.clone()),
+            policy_ran: ran,
+            warned,
+        },
+    )?;
+    object.define_fixed(Js::string(env.raw(), "beforeToolCall")?, hook)
 }
 
 /// `{ beforeToolCall, safetyNet }` for one registration.

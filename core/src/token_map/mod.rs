@@ -6,6 +6,8 @@ mod gate;
 pub use gate::{read_map, GateOptions, MapFile};
 
 use std::collections::HashMap;
+
+use rustc_hash::FxBuildHasher;
 use std::fmt;
 use std::sync::Arc;
 
@@ -68,7 +70,7 @@ pub fn is_token(value: &str) -> bool {
 /// cannot, since it is not a valid agent id).
 #[derive(Debug, Default, Clone)]
 pub struct TokenMap {
-    tokens: HashMap<Box<str>, Token>,
+    tokens: HashMap<Box<str>, Token, FxBuildHasher>,
 }
 
 impl TokenMap {
@@ -151,7 +153,7 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, MapError> {
         entries.0
     };
 
-    let mut tokens = HashMap::with_capacity(entries.len());
+    let mut tokens = HashMap::with_capacity_and_hasher(entries.len(), FxBuildHasher);
     // Who holds each credential (its 32 bytes: tokens differing only in case are one).
     let mut holders: HashMap<[u8; 32], Box<str>> = HashMap::with_capacity(entries.len());
     let mut skipped = Vec::new();
