@@ -144,31 +144,9 @@ pub fn tiers(env: &Env) -> Result<Js<'_>> {
     bridge::tiers::pair(env)
 }
 
-fn shared(env: &Env) -> Result<Rc<JsLayer>> {
-    ThreadState::of(env)?.layer(env)
-}
 
-/// The plugin's tool-result middleware: `{ result }` with every token of the
-/// map in force (and of the maps in force in the last five minutes) replaced
-/// by `sha256:<fingerprint>` in every string of `event.result`, or
-/// `undefined` when it holds none. Throws only if the result can't be walked,
-/// and OpenClaw then replaces it with an error: no token gets through.
-#[napi(catch_unwind, ts_args_type = "event: { result?: unknown }")]
-pub fn redact_tool_result<'e>(env: &'e Env, event: Js<'e>) -> Result<Js<'e>> {
-    let raw = env.raw();
-    let r = shared(env)?.layer.redactor();
-    let Some(result) = event.get(c"result")? else {
-        return Js::undefined_in(env);
-    };
-    match bridge::params::redact(raw, result, &r, 0)? {
-        None => Js::undefined_in(env),
-        Some(clean) => {
-            let out = Js::object(raw)?;
-            out.define(&[(Js::string(raw, "result")?, clean)])?;
-            Ok(out)
-        }
-    }
-}
+// `redactToolResult(event)`, the plugin's tool-result middleware, is a raw
+// callback (`bridge::tiers::redactor`): it runs on every tool result.
 
 /// Stats of the process-wide layer, or `undefined` before `configure`.
 #[napi(catch_unwind)]
@@ -213,6 +191,7 @@ pub fn init(mut exports: Object, env: Env) -> Result<()> {
     #[cfg(target_os = "wasi")]
     bridge::host_fs::install(&env)?;
     exports.set("beforeToolCall", bridge::tiers::module_hook(&env)?)?;
+    exports.set("redactToolResult", bridge::tiers::redactor(&env)?)?;
     Ok(())
 }
 

@@ -153,8 +153,10 @@ impl<'e> Js<'e> {
     pub fn string(env: sys::napi_env, s: &str) -> Result<Js<'e>> {
         let mut raw = ptr::null_mut();
         // SAFETY: `s` is valid for `s.len()` bytes.
+        // emnapi (the WebAssembly build) makes a Latin-1 string a character
+        // at a time, and a UTF-8 one with a TextDecoder: there, UTF-8.
         let status = unsafe {
-            if s.is_ascii() {
+            if s.is_ascii() && !cfg!(target_os = "wasi") {
                 sys::napi_create_string_latin1(env, s.as_ptr().cast(), s.len() as isize, &mut raw)
             } else {
                 sys::napi_create_string_utf8(env, s.as_ptr().cast(), s.len() as isize, &mut raw)
@@ -696,15 +698,21 @@ impl<'e> Js<'e> {
 /// keys (Node-API 10's `node_api_create_property_key_latin1`: a key made
 /// anew per call is hashed into V8's string table each time) and kept alive
 /// by napi-rs references, released with the layer on its JS thread.
+///
+/// In the WebAssembly build every Node-API call crosses into emnapi's JS and
+/// costs about as much as a property read itself, so there `read` reads by
+/// name in one call instead of two.
 pub struct Keys<const N: usize> {
     env: Env,
+    names: [&'static std::ffi::CStr; N],
     refs: Vec<napi::UnknownRef<false>>,
 }
 
 impl<const N: usize> Keys<N> {
-    pub fn new(env: &Env, names: [&str; N]) -> Result<Keys<N>> {
+    pub fn new(env: &Env, names: [&'static std::ffi::CStr; N]) -> Result<Keys<N>> {
         let mut refs = Vec::with_capacity(N);
         for name in names {
+            let name = name.to_bytes();
             let mut raw = ptr::null_mut();
             // SAFETY: `name` is valid for `name.len()` bytes; ASCII is Latin-1.
             check(
@@ -722,7 +730,20 @@ impl<const N: usize> Keys<N> {
             // SAFETY: a live string of this env; Node-API 10 references any value.
             refs.push(unsafe { napi::UnknownRef::<false>::from_napi_value(env.raw(), raw)? });
         }
-        Ok(Keys { env: *env, refs })
+        Ok(Keys {
+            env: *env,
+            names,
+            refs,
+        })
+    }
+
+    /// `object[key i]` (prototype chain included), on a value known to be
+    /// an object.
+    pub fn read<'e>(&self, env: &'e Env, object: Js<'e>, i: usize) -> Result<Js<'e>> {
+        if cfg!(target_os = "wasi") {
+            return object.get_unchecked(self.names[i]);
+        }
+        object.get_key(self.get(env, i)?)
     }
 
     /// Key `i`, for the callback `env` is borrowed for.

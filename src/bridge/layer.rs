@@ -38,7 +38,7 @@ const TOOL: usize = 0;
 const PARAMS: usize = 1;
 const AGENT: usize = 2;
 const SESSION: usize = 3;
-const KEY_NAMES: [&str; 4] = ["toolName", "params", "agentId", "sessionKey"];
+const KEY_NAMES: [&std::ffi::CStr; 4] = [c"toolName", c"params", c"agentId", c"sessionKey"];
 
 /// The tool of a call being decided, for the fail-closed answer if the
 /// decision fails: in the call's stack buffer, without a copy.
@@ -312,9 +312,9 @@ impl JsLayer {
         held: &mut bool,
     ) -> Result<Js<'e>> {
         let engine = self.layer.engine();
-        let tool = match event.get_by(self.keys.get(env, TOOL)?)? {
-            Some(t) => t.str_in(tool_buf)?,
-            None => None,
+        let tool = match event.is_object()? {
+            true => self.keys.read(env, event, TOOL)?.str_in(tool_buf)?,
+            false => None,
         };
         let Some((tool, route)) = tool.and_then(|t| engine.route(&t).map(|r| (t, r))) else {
             self.layer.note_unowned();
@@ -334,8 +334,8 @@ impl JsLayer {
         let (mut agent_buf, mut session_buf) = ([0u8; ID_BUF], [0u8; ID_BUF]);
         let (agent, session_js) = if ctx.is_object()? {
             (
-                ctx.get_key(self.keys.get(env, AGENT)?)?,
-                Some(ctx.get_key(self.keys.get(env, SESSION)?)?),
+                self.keys.read(env, ctx, AGENT)?,
+                Some(self.keys.read(env, ctx, SESSION)?),
             )
         } else {
             (Js::undefined_in(env)?, None)
@@ -359,7 +359,7 @@ impl JsLayer {
         let needs_params = !route.reads.is_empty() || !route.scans.is_empty();
         let mut params = Params::new();
         let params_js = if needs_params {
-            let raw_params = event.get_key(self.keys.get(env, PARAMS)?)?;
+            let raw_params = self.keys.read(env, event, PARAMS)?;
             let (obj, not_object) = object_or_not(raw_params)?;
             let read = if not_object && !route.reads.is_empty() {
                 Err(("(params)", "not an object"))
@@ -507,7 +507,7 @@ impl JsLayer {
         match params {
             ParamsOf::Read(p) => Ok(p),
             ParamsOf::Unread(event) => {
-                let p = event.get_key(self.keys.get(env, PARAMS)?)?;
+                let p = self.keys.read(env, event, PARAMS)?;
                 Ok(object_or_not(p)?.0)
             }
         }

@@ -170,7 +170,10 @@ pub fn redact<'e>(
         ));
     }
     let text = |s: &Js<'e>| -> Result<Option<Js<'e>>> {
-        let Some(t) = s.text()? else {
+        // Most strings of a result are short: one copy onto the stack, with
+        // no length pass and no allocation; a longer one is read whole.
+        let mut buf = [0u8; 4096];
+        let Some(t) = s.str_in(&mut buf)? else {
             return Ok(None);
         };
         match r.redact_str(&t) {

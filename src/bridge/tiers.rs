@@ -304,3 +304,71 @@ pub fn pair(env: &Env) -> Result<Js<'_>> {
     ])?;
     Ok(out)
 }
+
+/// The plugin's tool-result middleware, `redactToolResult(event)`: `{ result }`
+/// with every token of the map in force (and of the maps in force in the last
+/// five minutes) replaced by `sha256:<fingerprint>` in every string of
+/// `event.result`, or `undefined` when it holds none. Throws only if the
+/// result can't be walked, and OpenClaw then replaces it with an error: no
+/// token gets through. A raw callback, as it runs on every tool result.
+pub fn redactor(env: &Env) -> Result<Js<'_>> {
+    let state: *const ThreadState = ThreadState::of(env)?;
+    let name = "redactToolResult";
+    let mut f = std::ptr::null_mut();
+    // SAFETY: a plain N-API call; `state` lives in this env's instance data,
+    // as long as any function of the env.
+    let status = unsafe {
+        sys::napi_create_function(
+            env.raw(),
+            name.as_ptr().cast(),
+            name.len() as isize,
+            Some(redact_callback),
+            state as *mut std::ffi::c_void,
+            &mut f,
+        )
+    };
+    if status != sys::Status::napi_ok {
+        return Err(Error::from_reason("claw-identity: cannot create redactToolResult()"));
+    }
+    // SAFETY: `f` was just made in this env.
+    Ok(unsafe { Js::from_raw(env.raw(), f) })
+}
+
+unsafe extern "C" fn redact_callback(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> sys::napi_value {
+    let (mut argc, mut argv, mut data) = (1usize, [std::ptr::null_mut(); 1], std::ptr::null_mut());
+    // SAFETY: `info` is this callback's; N-API fills missing args with undefined.
+    let status = unsafe {
+        sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), std::ptr::null_mut(), &mut data)
+    };
+    if status != sys::Status::napi_ok || data.is_null() {
+        return throw(env, "cannot read the middleware's arguments");
+    }
+    // SAFETY: `data` is the env's `ThreadState` (`redactor`).
+    let state = unsafe { &*(data as *const ThreadState) };
+    let env = Env::from_raw(env);
+    let r = catch_unwind(AssertUnwindSafe(|| -> Result<sys::napi_value> {
+        let raw = env.raw();
+        let redactor = state.layer(&env)?.layer.redactor();
+        // SAFETY: the argument is live for this callback.
+        let event = unsafe { Js::from_raw(raw, argv[0]) };
+        let Some(result) = event.get(c"result")? else {
+            return Ok(Js::undefined_in(&env)?.raw());
+        };
+        Ok(match super::params::redact(raw, result, &redactor, 0)? {
+            None => Js::undefined_in(&env)?.raw(),
+            Some(clean) => {
+                let out = Js::object(raw)?;
+                out.define(&[(Js::string(raw, "result")?, clean)])?;
+                out.raw()
+            }
+        })
+    }));
+    match r {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => throw(env.raw(), &e.reason),
+        Err(_) => throw(env.raw(), "a panic"),
+    }
+}

@@ -426,12 +426,14 @@ fn absolutes(
 /// `..` after them); the rest appended as named. A dangling symlink is
 /// followed too: a write through it creates its target.
 fn kernel_path(path: &Path) -> PathBuf {
-    kernel_path_hops(path, 0)
+    kernel_path_hops(path, 0).0
 }
 
-fn kernel_path_hops(path: &Path, hops: usize) -> PathBuf {
-    if let Ok((real, _)) = sys::real_path(path) {
-        return real;
+/// [`kernel_path`], with the identity (device, inode) of what it names when
+/// all of it exists: the file a tool would open.
+fn kernel_path_hops(path: &Path, hops: usize) -> (PathBuf, Option<(u64, u64)>) {
+    if let Ok((real, st)) = sys::real_path(path) {
+        return (real, Some((st.dev, st.ino)));
     }
     if hops < 40 {
         if let Some(target) = sys::link_target(path) {
@@ -440,8 +442,10 @@ fn kernel_path_hops(path: &Path, hops: usize) -> PathBuf {
         }
     }
     match (path.parent(), path.file_name()) {
-        (Some(parent), Some(name)) if parent != path => kernel_path_hops(parent, hops).join(name),
-        _ => path.to_path_buf(),
+        (Some(parent), Some(name)) if parent != path => {
+            (kernel_path_hops(parent, hops).0.join(name), None)
+        }
+        _ => (path.to_path_buf(), None),
     }
 }
 
@@ -452,8 +456,8 @@ fn reaches<'p>(
     prot: &'p Protected,
     guards: &[Guard],
 ) -> Option<(&'p Location, &'static str)> {
-    let real = kernel_path(abs);
-    let own = sys::stat(&real).ok().map(|s| (s.dev, s.ino));
+    // The identity comes with the real path (one `open`): no second `stat`.
+    let (real, own) = kernel_path_hops(abs, 0);
     let parent = sys::stat(&paths::parent_of(&real))
         .ok()
         .map(|s| (s.dev, s.ino));
