@@ -1,5 +1,7 @@
 // Per-call cost: (a) the plain-JS design, (b) an empty N-API call, (c) this
 // project's beforeToolCall, interleaved in one process.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
 import path from 'node:path';
 
 import { IdentityLayer, beforeToolCall, noop, redactToolResult } from '../index.js';
@@ -9,6 +11,9 @@ import { plainHook } from './baseline.mjs';
 import { interleave, median, pairedRatio, randomToken, tempDir, writeMapAtomic } from './harness.mjs';
 
 const AGENT = 'paco--francis';
+
+/** Result sizes of the redaction rows, in KB. */
+export const REDACT_KB = [1, 10, 100, 1024, 10240];
 
 /** OpenClaw's hook ctx for an MCP tool call (no `requester`). */
 const ctxFor = (toolName) => ({
@@ -65,8 +70,33 @@ function pluginPair(tokenMapPath, logger, entry = plugin) {
   };
 }
 
+/**
+ * The plain-JS redactor: one case-insensitive regex of the map's tokens,
+ * over every string of the result (copied where one matched). It replaces
+ * whole tokens only, where the addon also replaces any 17-digit piece of one.
+ */
+export function plainRedactor(tokens) {
+  const re = new RegExp(tokens.join('|'), 'gi');
+  const fp = (t) => `sha256:${crypto.createHash('sha256').update(t.toLowerCase()).digest('hex').slice(0, 12)}`;
+  const walk = (v) => {
+    if (typeof v === 'string') {
+      re.lastIndex = 0;
+      return re.test(v) ? v.replace(re, fp) : v;
+    }
+    if (Array.isArray(v)) return v.map(walk);
+    if (v !== null && typeof v === 'object') {
+      const o = {};
+      for (const k of Object.keys(v)) o[k] = walk(v[k]);
+      return o;
+    }
+    return v;
+  };
+  return (ev) => ({ result: walk(ev.result) });
+}
+
 export async function perCall({ samples, calls, clock = 'wall' }) {
   const tmp = tempDir();
+  const work = tempDir();
   try {
     const file = path.join(tmp.dir, 'agent-tokens.json');
     const map = {};
@@ -139,7 +169,17 @@ export async function perCall({ samples, calls, clock = 'wall' }) {
       { id: 'w.small', vs: 'a.small', run: () => wasmQuiet.beforeToolCall(ev.small, cx.owned) },
       { id: 'w.unowned', vs: 'a.unowned', run: () => wasmQuiet.beforeToolCall(ev.unowned, cx.unowned) },
       { id: 'w.plugin+log', vs: 'a.deployed', run: () => wasmBoth(ev.small, cx.owned) },
+      { id: 'w.m.small+log', vs: 'a.small', run: () => wasm.beforeToolCall(ev.small, cx.owned) },
     ];
+    // A guarded file tool (map-access): a read outside the map's directory,
+    // next to one fs.statSync of the same file from JS.
+    const notes = path.join(work.dir, 'notes.md');
+    fs.writeFileSync(notes, 'groceries');
+    const readEv = event('read', { path: notes });
+    if (quiet.beforeToolCall(readEv, ctxFor('read')) !== undefined) throw new Error('bench: the guard refused a plain read');
+    variants.push({ id: 'a.stat', run: () => void fs.statSync(notes) });
+    variants.push({ id: 'g.read', vs: 'a.stat', run: () => quiet.beforeToolCall(readEv, ctxFor('read')) });
+
     // The tool-result middleware: every string of a result scanned for the map's tokens.
     const text = (kb, token) => {
       const filler = 'drwxr-xr-x 2 paco paco 4096 Dec  1 notes-2026-12-01.md\n';
@@ -147,37 +187,53 @@ export async function perCall({ samples, calls, clock = 'wall' }) {
       return token ? body.slice(0, 512) + token + body.slice(512) : body;
     };
     const result = (t) => ({ toolName: 'exec', result: { content: [{ type: 'text', text: t }], details: { status: 'completed', exitCode: 0 } } });
-    const results = { k1: result(text(1)), k1t: result(text(1, map[AGENT])), k100: result(text(100)) };
-    if (redactToolResult(results.k1t)?.result?.content?.[0]?.text?.includes(map[AGENT]) !== false) throw new Error('bench: the middleware did not redact');
-    // Their own, shorter rounds: a 100 KB scan is 100x a call.
-    const redaction = [
-      { id: 'b.noop', run: () => noop() },
-      { id: 'r.1k', run: () => redactToolResult(results.k1) },
-      { id: 'r.1k.token', run: () => redactToolResult(results.k1t) },
-      { id: 'r.100k', run: () => redactToolResult(results.k100) },
-    ];
+    const plainRedact = plainRedactor(Object.values(map));
+    const k1t = result(text(1, map[AGENT]));
+    for (const redact of [redactToolResult, plainRedact]) {
+      if (redact(k1t)?.result?.content?.[0]?.text?.includes(map[AGENT]) !== false) throw new Error('bench: a redactor did not redact');
+    }
+    // Each size in rounds of its own, calls scaled to about the same bytes
+    // per sample, each next to the plain-JS redactor.
+    const redaction = [];
+    for (const kb of REDACT_KB) {
+      const r = result(text(kb));
+      redaction.push({
+        kb,
+        calls: Math.max(20, Math.floor(calls / (20 * kb))),
+        variants: [
+          { id: `r.${kb}k.plain`, run: () => plainRedact(r) },
+          { id: `r.${kb}k`, vs: `r.${kb}k.plain`, run: () => redactToolResult(r) },
+        ],
+      });
+    }
     if (tokenOnly) variants.push({ id: 'c.small.token', vs: 'a.small', run: () => tokenOnly.beforeToolCall(ev.small, cx.owned) });
     if (guardsSend) {
       variants.push({ id: 'c.send', run: () => quiet.beforeToolCall(ev.send, cx.send) });
       variants.push({ id: 'c.send+log', run: () => logged.beforeToolCall(ev.send, cx.send) });
     }
     const rounds = await interleave(variants, { samples, calls, clock });
-    const redactRounds = await interleave(redaction, { samples, calls: Math.max(1000, Math.floor(calls / 200)), clock });
     const wasmRounds = await interleave(wasmVariants, { samples, calls: Math.max(1000, Math.floor(calls / 50)), clock });
     wasmQuiet.close();
+    const roundsById = {};
+    for (const v of variants) roundsById[v.id] = rounds;
+    for (const v of wasmVariants.filter((w) => w.id.startsWith('w.'))) roundsById[v.id] = wasmRounds;
+    for (const size of redaction) {
+      const rs = await interleave(size.variants, { samples, calls: size.calls, chunk: Math.min(500, size.calls), warmup: size.calls, clock });
+      for (const v of size.variants) roundsById[v.id] = rs;
+    }
 
-    const ns = Object.fromEntries(variants.map((v) => [v.id, median(rounds.map((r) => r[v.id]))]));
-    for (const v of redaction.slice(1)) ns[v.id] = median(redactRounds.map((r) => r[v.id]));
-    const wasmRows = wasmVariants.filter((v) => v.id.startsWith('w.'));
-    for (const v of wasmRows) ns[v.id] = median(wasmRounds.map((r) => r[v.id]));
-    const roundsOf = (id) => (id.startsWith('r.') ? redactRounds : id.startsWith('w.') ? wasmRounds : rounds);
-    const rows = [...variants, ...redaction.slice(1), ...wasmRows].map(({ id, vs }) => ({
-      id,
-      ns: ns[id],
-      vsPlain: vs ? pairedRatio(roundsOf(id), id, vs) : null,
-      // Against each build's own empty call.
-      vsNoop: id.endsWith('noop') ? null : pairedRatio(roundsOf(id), id, id.startsWith('w.') ? 'w.noop' : 'b.noop'),
-    }));
+    const all = [...variants, ...wasmVariants.filter((v) => v.id.startsWith('w.')), ...redaction.flatMap((s) => s.variants)];
+    const rows = all.map(({ id, vs }) => {
+      const rs = roundsById[id];
+      const floor = id.startsWith('w.') ? 'w.noop' : 'b.noop';
+      return {
+        id,
+        ns: median(rs.map((r) => r[id])),
+        vsPlain: vs ? pairedRatio(rs, id, vs) : null,
+        // Against each build's own empty call, where it ran in the same rounds.
+        vsNoop: id.endsWith('noop') || !(floor in rs[0]) ? null : pairedRatio(rs, id, floor),
+      };
+    });
     const quietStats = quiet.stats();
     const loggedStats = logged.stats();
     quiet.close();
@@ -192,5 +248,6 @@ export async function perCall({ samples, calls, clock = 'wall' }) {
     };
   } finally {
     tmp.cleanup();
+    work.cleanup();
   }
 }

@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 
 import { clocks, fmtNs, fmtRatio, table } from './harness.mjs';
-import { perCall } from './percall.mjs';
+import { REDACT_KB, perCall } from './percall.mjs';
 import { reloadLatency, wasmReloadLatency } from './reload.mjs';
 import { scale } from './scale.mjs';
 
@@ -34,7 +34,7 @@ const LABELS = {
   'b.noop': '(b) empty N-API call (`noop`)',
   'm.small+log': '(m) the module\'s beforeToolCall (the trusted policy alone), owned, 5 fields, with logger',
   'm.unowned': '(m) the module\'s beforeToolCall, a tool it does not own',
-  'c.small': '(c) IdentityLayer.beforeToolCall (napi-rs class method), owned, 5 fields',
+  'c.small': '(c) IdentityLayer.beforeToolCall, owned, 5 fields',
   'c.large': '(c) owned, 10 KB params',
   'c.unowned': '(c) IdentityLayer.beforeToolCall, a tool it does not own',
   'c.small+log': '(c) owned, 5 fields, with logger',
@@ -43,15 +43,20 @@ const LABELS = {
   'c.plugin+log': '(c) deployed: trusted policy + safety-net hook, OpenClaw ctx, with logger (vs a deployed)',
   'c.plugin.unowned': '(c) deployed: a tool it does not own, through both tiers',
   'c.send': '(c) sessions_send through the cross-user guard',
-  'r.1k': '(r) tool-result middleware, 1 KB result, no token',
-  'r.1k.token': '(r) tool-result middleware, 1 KB result holding a token',
-  'r.100k': '(r) tool-result middleware, 100 KB result, no token',
+  'a.stat': '(a) one fs.statSync of the file a read names, from JS',
+  'g.read': '(g) a guarded read of that file (map-access: its real path and identity, and its directory\'s), vs one statSync',
   'c.send+log': '(c) sessions_send, with logger',
   'w.noop': '(w) WebAssembly build: empty call (`noop`)',
   'w.small': '(w) WebAssembly build: IdentityLayer.beforeToolCall, owned, 5 fields',
   'w.unowned': '(w) WebAssembly build: a tool it does not own',
   'w.plugin+log': '(w) WebAssembly build deployed: trusted policy + safety net, with logger (vs a deployed)',
+  'w.m.small+log': '(w) WebAssembly build: the module\'s beforeToolCall, owned, 5 fields, with logger',
 };
+for (const kb of REDACT_KB) {
+  const size = kb >= 1024 ? `${kb / 1024} MB` : `${kb} KB`;
+  LABELS[`r.${kb}k.plain`] = `(r) plain-JS regex redactor, ${size} result, no token`;
+  LABELS[`r.${kb}k`] = `(r) tool-result middleware, ${size} result, no token (vs the regex)`;
+}
 
 const results = {
   node: process.version,
@@ -87,8 +92,16 @@ if (want('percall')) {
     if (row[id]) check(`one beforeToolCall at most 0.3x the plain-JS design (${LABELS[id].slice(4)})`, row[id].vsPlain <= 0.3, `${fmtRatio(row[id].vsPlain)}x`);
   }
   check('the deployed path at most 0.5x the plain-JS design deployed the same way', row['c.plugin+log'].vsPlain <= 0.5, `${fmtRatio(row['c.plugin+log'].vsPlain)}x`);
-  if (row['r.100k']) console.log(`Tool-result redaction: ${fmtNs(row['r.100k'].ns / 100)} ns per KB (100 KB result), ${fmtNs(row['r.1k'].ns)} ns for 1 KB.\n`);
   check('a tool it does not own at most 3x the N-API floor (the module\'s beforeToolCall)', row['m.unowned'].vsNoop <= 3, `${fmtRatio(row['m.unowned'].vsNoop)}x`);
+  check('a guarded file tool at most 2x one fs.statSync of the same path', row['g.read'].vsPlain <= 2, `${fmtRatio(row['g.read'].vsPlain)}x`);
+  const gbs = (kb) => (kb * 1024) / row[`r.${kb}k`].ns;
+  console.log(`Tool-result redaction, GB/s: ${REDACT_KB.map((kb) => `${LABELS[`r.${kb}k`].match(/, (\S+ \S+) result/)[1]} ${gbs(kb).toFixed(2)} (regex ${((kb * 1024) / row[`r.${kb}k.plain`].ns).toFixed(2)})`).join('; ')}.\n`);
+  const big = REDACT_KB.filter((kb) => kb >= 1024);
+  check('redaction at least 1 GB/s on results of 1 MB and more', big.every((kb) => gbs(kb) >= 1), big.map((kb) => `${gbs(kb).toFixed(2)} GB/s`).join(', '));
+  check('redaction at most 0.1x the plain-JS regex redactor, 1 KB to 10 MB', REDACT_KB.every((kb) => row[`r.${kb}k`].vsPlain <= 0.1), REDACT_KB.map((kb) => `${fmtRatio(row[`r.${kb}k`].vsPlain)}x`).join(', '));
+  for (const id of ['w.small', 'w.m.small+log']) {
+    check(`the WebAssembly build at most 3x the plain-JS design (${LABELS[id].slice(4)})`, row[id].vsPlain <= 3, `${fmtRatio(row[id].vsPlain)}x`);
+  }
 }
 
 if (want('reload')) {

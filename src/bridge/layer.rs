@@ -266,9 +266,15 @@ impl JsLayer {
         Ok(())
     }
 
-    /// OpenClaw's hook result for one call. Never throws: an error or a
-    /// panic while deciding fails closed.
-    pub fn hook<'e>(self: &Rc<Self>, env: &'e Env, event: Js<'e>, ctx: Js<'e>) -> Result<Js<'e>> {
+    /// OpenClaw's hook result for one call, `None` for `undefined` (a call no
+    /// rule concerns: the callback returns no value, one N-API call less).
+    /// Never throws: an error or a panic while deciding fails closed.
+    pub fn hook<'e>(
+        self: &Rc<Self>,
+        env: &'e Env,
+        event: Js<'e>,
+        ctx: Js<'e>,
+    ) -> Result<Option<Js<'e>>> {
         let mut tool_buf = [0u8; ID_BUF];
         let mut seen = Seen::None;
         let mut held = false;
@@ -282,8 +288,8 @@ impl JsLayer {
         };
         let out = match r {
             Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => self.failed(env, tool, &e.reason),
-            Err(_) => self.failed(env, tool, "a panic"),
+            Ok(Err(e)) => self.failed(env, tool, &e.reason).map(Some),
+            Err(_) => self.failed(env, tool, "a panic").map(Some),
         };
         if held {
             self.logger.release(env, &self.pending);
@@ -310,7 +316,7 @@ impl JsLayer {
         tool_buf: &mut [u8; ID_BUF],
         seen: &mut Seen,
         held: &mut bool,
-    ) -> Result<Js<'e>> {
+    ) -> Result<Option<Js<'e>>> {
         let engine = self.layer.engine();
         let tool = match event.is_object()? {
             true => self.keys.read(env, event, TOOL)?.str_in(tool_buf)?,
@@ -318,7 +324,7 @@ impl JsLayer {
         };
         let Some((tool, route)) = tool.and_then(|t| engine.route(&t).map(|r| (t, r))) else {
             self.layer.note_unowned();
-            return Js::undefined_in(env);
+            return Ok(None);
         };
         // Lines logged from here on (by this thread or the watcher's) go out
         // on this thread, in order, before the call returns.
@@ -372,7 +378,9 @@ impl JsLayer {
                     let d = engine.unreadable(&call, field, why);
                     let line = self.layer.account(&call, &d);
                     let from = ParamsOf::Read(obj);
-                    return self.result(env, &d, from, (session_js, call.session_key), line.as_ref());
+                    return self
+                        .result(env, &d, from, (session_js, call.session_key), line.as_ref())
+                        .map(Some);
                 }
             }
             ParamsOf::Read(obj)
@@ -401,8 +409,8 @@ impl JsLayer {
         });
         let result = result?;
         match (ensure, &*store) {
-            (Some(e), Some(s)) => self.with_session(env, s, &e, result),
-            _ => Ok(result),
+            (Some(e), Some(s)) => self.with_session(env, s, &e, result).map(Some),
+            _ => Ok(Some(result)),
         }
     }
 

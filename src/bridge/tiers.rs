@@ -148,8 +148,8 @@ unsafe extern "C" fn tier_callback(
         match data.tier {
             Tier::Policy => data.policy_ran.set(true),
             Tier::Net if data.policy_ran.get() => {
-                // The trusted tier decided this call already.
-                return Ok(Js::undefined_in(&env)?.raw());
+                // The trusted tier decided this call already: `undefined`.
+                return Ok(std::ptr::null_mut());
             }
             Tier::Net | Tier::Module => {}
         }
@@ -173,7 +173,8 @@ unsafe extern "C" fn tier_callback(
                 Js::from_raw(env.raw(), argv[1]),
             )
         };
-        Ok(layer.hook(&env, event, ctx)?.raw())
+        // No value is `undefined` to the caller, as N-API defines it.
+        Ok(layer.hook(&env, event, ctx)?.map_or(std::ptr::null_mut(), |v| v.raw()))
     }));
     match r {
         Ok(Ok(v)) => v,
