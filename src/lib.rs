@@ -144,7 +144,6 @@ pub fn tiers(env: &Env) -> Result<Js<'_>> {
     bridge::tiers::pair(env)
 }
 
-
 // `redactToolResult(event)`, the plugin's tool-result middleware, is a raw
 // callback (`bridge::tiers::redactor`): it runs on every tool result.
 

@@ -1305,6 +1305,65 @@ mod tests {
                 json!({"input": "*** Begin Patch\n*** Add File: /tmp/x\n+1\n*** End Patch"}),
             ),
             ("claw-os__claw_notes", json!({"note": "n"})),
+            // Assignments to another user's agent, in every tool that makes one.
+            (
+                "workboard_reassign",
+                json!({"id": "c", "agentId": "pepito--atlas"}),
+            ),
+            (
+                "workboard_specify",
+                json!({"id": "c", "agentId": "pepito--atlas"}),
+            ),
+            (
+                "sessions",
+                json!({"action": "assign_owner", "ownerType": "agent", "ownerId": "pepito--atlas"}),
+            ),
+            (
+                "automations",
+                json!({"action": "add", "job": {"agentId": "pepito--atlas", "name": "n"}}),
+            ),
+            // The layer's own controls.
+            (
+                "plugins",
+                json!({"action": "disable", "pluginId": "claw-identity"}),
+            ),
+            ("plugins", json!({"action": "list"})),
+            ("openclaw", json!({"message": "set protectMap off"})),
+            // Every file tool, on a path that is refused and on one that is not.
+            ("read", json!({"path": "~/.openclaw/openclaw.json"})),
+            ("memory_get", json!({"path": "/tmp/notes.md"})),
+            ("write", json!({"file_path": "/tmp/x", "content": "c"})),
+            (
+                "edit",
+                json!({"filePath": "~/.openclaw/openclaw.json", "oldText": "a", "newText": "b"}),
+            ),
+            ("ls", json!({"path": "~/.openclaw"})),
+            ("grep", json!({"pattern": "[0-9a-f]{8}"})),
+            ("grep", json!({"pattern": "x", "path": ""})),
+            ("find", json!({"pattern": "*.json", "path": "/"})),
+            (
+                "view_image",
+                json!({"path": "file://localhost/etc/hostname"}),
+            ),
+            ("pdf", json!({"pdf": "MEDIA:/tmp/a.pdf", "prompt": "p"})),
+            (
+                "image_generate",
+                json!({"image": "@/tmp/a.png", "prompt": "p"}),
+            ),
+            (
+                "message",
+                json!({"action": "send", "media": "~/.openclaw/openclaw.json", "to": "x"}),
+            ),
+            (
+                "nodes",
+                json!({"action": "camera_snap", "outPath": "/tmp/o.png"}),
+            ),
+            ("file_fetch", json!({"path": "/tmp/x", "node": "n"})),
+            ("browser", json!({"action": "upload", "paths": ["/tmp/x"]})),
+            (
+                "sessions_spawn",
+                json!({"task": "t", "cwd": "~/.config/micelclaw"}),
+            ),
         ];
         for (tool, params) in cases {
             let mut full = p(params.clone());

@@ -413,7 +413,13 @@ impl Shared {
             (TokenStatus::Injected(_), _) if as_is(call.tool) && as_is(agent.0) => {
                 self.log.line_of(
                     Level::Info,
-                    &["before_tool_call tool=", call.tool, " agent=", agent.0, " token-status=ok"],
+                    &[
+                        "before_tool_call tool=",
+                        call.tool,
+                        " agent=",
+                        agent.0,
+                        " token-status=ok",
+                    ],
                 )
             }
             (TokenStatus::Injected(_), _) => self.log.line(

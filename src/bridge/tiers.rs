@@ -83,7 +83,12 @@ pub fn configure(env: &Env, options: Option<Js<'_>>) -> Result<Reference<Identit
     super::poll::start(env, &inner)?;
     let next = IdentityLayer::into_reference(IdentityLayer::from_js(inner.clone()), *env)?;
     // SAFETY: a reference of this env, read back within this callback.
-    let object = unsafe { Js::from_raw(env.raw(), ToNapiValue::to_napi_value(env.raw(), next.clone(*env)?)?) };
+    let object = unsafe {
+        Js::from_raw(
+            env.raw(),
+            ToNapiValue::to_napi_value(env.raw(), next.clone(*env)?)?,
+        )
+    };
     install_hook(env, object, &inner)?;
     let old = state.shared.borrow_mut().replace((key, next.clone(*env)?));
     if let Some((_, old)) = old {
@@ -174,7 +179,9 @@ unsafe extern "C" fn tier_callback(
             )
         };
         // No value is `undefined` to the caller, as N-API defines it.
-        Ok(layer.hook(&env, event, ctx)?.map_or(std::ptr::null_mut(), |v| v.raw()))
+        Ok(layer
+            .hook(&env, event, ctx)?
+            .map_or(std::ptr::null_mut(), |v| v.raw()))
     }));
     match r {
         Ok(Ok(v)) => v,
@@ -329,7 +336,9 @@ pub fn redactor(env: &Env) -> Result<Js<'_>> {
         )
     };
     if status != sys::Status::napi_ok {
-        return Err(Error::from_reason("claw-identity: cannot create redactToolResult()"));
+        return Err(Error::from_reason(
+            "claw-identity: cannot create redactToolResult()",
+        ));
     }
     // SAFETY: `f` was just made in this env.
     Ok(unsafe { Js::from_raw(env.raw(), f) })
@@ -342,7 +351,14 @@ unsafe extern "C" fn redact_callback(
     let (mut argc, mut argv, mut data) = (1usize, [std::ptr::null_mut(); 1], std::ptr::null_mut());
     // SAFETY: `info` is this callback's; N-API fills missing args with undefined.
     let status = unsafe {
-        sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), std::ptr::null_mut(), &mut data)
+        sys::napi_get_cb_info(
+            env,
+            info,
+            &mut argc,
+            argv.as_mut_ptr(),
+            std::ptr::null_mut(),
+            &mut data,
+        )
     };
     if status != sys::Status::napi_ok || data.is_null() {
         return throw(env, "cannot read the middleware's arguments");
