@@ -256,24 +256,58 @@ fn invalid(msg: String) -> Error {
     bridge::layer::invalid(msg)
 }
 
-/// `claw-identity doctor [--map PATH] [--config openclaw.json]`.
+/// What `--mcp` gathered (lib/probe.js), as the core reads it.
+fn live_of(live: Option<serde_json::Value>) -> Result<Option<ops::Live>> {
+    live.map(|v| {
+        serde_json::from_value(v).map_err(|e| invalid(format!("live: not what --mcp gathers: {e}")))
+    })
+    .transpose()
+}
+
+/// `claw-identity doctor [--map PATH] [--config openclaw.json] [--mcp]`.
 #[napi]
-pub fn ops_doctor(map: Option<String>, config: Option<String>) -> Result<OpsReport> {
+pub fn ops_doctor(
+    map: Option<String>,
+    config: Option<String>,
+    live: Option<serde_json::Value>,
+) -> Result<OpsReport> {
     let config = config.map(std::path::PathBuf::from);
+    let live = live_of(live)?;
     let r = ops::doctor::run(&ops::doctor::DoctorArgs {
         map: map.as_deref(),
         config: config.as_deref(),
+        live: live.as_ref(),
     })
     .map_err(invalid)?;
     ops_report(r.ok, r.render(), &r)
 }
 
 /// `openclaw security audit`'s findings for the gateway config at `config`:
-/// `[{checkId, severity, title, detail, remediation?}]`.
+/// `[{checkId, severity, title, detail, remediation?}]`; with `live`, those
+/// of `audit --mcp` too.
 #[napi(ts_return_type = "AuditFinding[]")]
-pub fn ops_audit(config: String) -> Result<serde_json::Value> {
-    serde_json::to_value(ops::audit::run(std::path::Path::new(&config)))
-        .map_err(|e| Error::from_reason(format!("claw-identity: cannot encode the findings: {e}")))
+pub fn ops_audit(config: String, live: Option<serde_json::Value>) -> Result<serde_json::Value> {
+    let live = live_of(live)?;
+    serde_json::to_value(ops::audit::run(
+        std::path::Path::new(&config),
+        live.as_ref(),
+    ))
+    .map_err(|e| Error::from_reason(format!("claw-identity: cannot encode the findings: {e}")))
+}
+
+/// How OpenClaw would launch each `mcp.servers` entry whose tools the layer
+/// owns (for lib/probe.js to list their tools): `[]` when the config can't
+/// be read, which doctor then reports.
+#[napi(ts_return_type = "McpServerLaunch[]")]
+pub fn ops_mcp_plan(config: String) -> Result<serde_json::Value> {
+    let Ok(c) = ops::config::OpenClawConfig::load(std::path::Path::new(&config)) else {
+        return Ok(serde_json::Value::Array(Vec::new()));
+    };
+    let opts = ops::config::plugin_options(Some(&c), None)
+        .or_else(|_| ops::config::plugin_options(None, None))
+        .map_err(invalid)?;
+    serde_json::to_value(ops::mcp::plan(&c, &opts).launches)
+        .map_err(|e| Error::from_reason(format!("claw-identity: cannot encode the plan: {e}")))
 }
 
 #[napi(object)]
