@@ -174,6 +174,47 @@ pub fn redact_tool_result<'e>(env: &'e Env, event: Js<'e>) -> Result<Js<'e>> {
     }
 }
 
+/// The plugin's `tool_result_persist` and `before_message_write` handler:
+/// `{ message }` with every token the layer knows redacted in
+/// `event.message` (content, `details`, tool-call arguments, every string),
+/// or `undefined` when it holds none. Never throws: OpenClaw would log it
+/// and store the message unchanged. A message too deeply nested to check
+/// has the parts it can't check withheld (`bridge::persist`); one that
+/// can't be checked at all is stored unchanged, with an error logged.
+#[napi(ts_args_type = "event: { message?: unknown }")]
+pub fn redact_persisted<'e>(env: &'e Env, event: Js<'e>) -> Result<Js<'e>> {
+    let layer = match shared(env) {
+        Ok(l) => l,
+        Err(_) => return Js::undefined_in(env),
+    };
+    let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if event.kind()? != bridge::js::Kind::Object {
+            return Ok(None);
+        }
+        let Some(message) = event.get(c"message")? else {
+            return Ok(None);
+        };
+        bridge::persist::redact_message(env.raw(), message, &layer.layer.redactor())
+    }));
+    let clean = match checked {
+        Ok(Ok(clean)) => clean,
+        _ => {
+            layer.layer.log().error(format_args!(
+                "could not check a message for tokens before OpenClaw stored it (internal error); it was stored as it is"
+            ));
+            None
+        }
+    };
+    match clean.map(|m| -> Result<Js<'e>> {
+        let out = Js::object(env.raw())?;
+        out.define(&[(Js::string(env.raw(), "message")?, m)])?;
+        Ok(out)
+    }) {
+        Some(Ok(out)) => Ok(out),
+        _ => Js::undefined_in(env),
+    }
+}
+
 /// Stats of the process-wide layer, or `undefined` before `configure`.
 #[napi(catch_unwind)]
 pub fn stats(env: Env) -> Result<Either<NativeStats, ()>> {
