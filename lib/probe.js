@@ -84,15 +84,9 @@ async function listOne(sdk, launch, clientInfo) {
       stderr = (stderr + chunk).slice(-STDERR_TAIL);
     });
   } else {
-    const url = new URL(launch.url);
-    const headers = launch.headers;
-    if (launch.transport === 'streamable-http') {
-      transport = new sdk.StreamableHTTPClientTransport(url, { requestInit: { headers } });
-    } else {
-      // The SSE stream is a GET the SDK makes itself: the headers go on it too.
-      const withHeaders = (u, init) => fetch(u, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers)), ...headers } });
-      transport = new sdk.SSEClientTransport(url, { requestInit: { headers }, eventSourceInit: { fetch: withHeaders } });
-    }
+    // The SDK puts requestInit's headers on every request, the SSE stream's GET included.
+    const Transport = launch.transport === 'streamable-http' ? sdk.StreamableHTTPClientTransport : sdk.SSEClientTransport;
+    transport = new Transport(new URL(launch.url), { requestInit: { headers: launch.headers } });
   }
   const client = new sdk.Client(clientInfo, { capabilities: {} });
   const total = deadline(launch.connectTimeoutMs + launch.requestTimeoutMs, `listing the tools of ${launch.server}`);

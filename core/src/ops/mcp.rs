@@ -664,7 +664,7 @@ pub fn findings(c: &OpenClawConfig, opts: &Options, probes: &[Probe]) -> Vec<Fou
                     Some(Severity::Critical),
                     "mcp server",
                     "an MCP server whose tools claw-identity owns could not be reached",
-                    format!("doctor could not list the tools of server \"{}\" ({}): {why}. OpenClaw launches it the same way, so its tools are likely missing in the gateway too, and their schemas are unchecked", shown(&l.server), l.shown()),
+                    format!("the tools of server \"{}\" could not be listed ({}): {why}. OpenClaw launches it the same way, so its tools are likely missing in the gateway too, and their schemas are unchecked", shown(&l.server), l.shown()),
                     Some(format!("check {key} (command, args, env and cwd, or url and headers) and that the server starts as the gateway's user; {PROBE_HINT} {} --json shows what OpenClaw gets", shown(&l.server))),
                 ));
                 continue;
