@@ -600,7 +600,7 @@ fn tool_findings(server: &str, id: &str, schema: &Value, opts: &Options) -> Vec<
             Some(Severity::Warn),
             "mcp tool",
             "an owned MCP tool requires a parameter claw-identity injects: a call that leaves it out is refused before any plugin runs",
-            format!("{tool} lists {names} in required: OpenClaw validates the model's arguments against the schema before any plugin runs (argument-validation), so a call whose model leaves {it} out, as a model that has learned not to handle the secret does, is refused before claw-identity can set {it}"),
+            format!("{tool} lists {names} in required: where OpenClaw offers the tool to the model by name (tools.toolSearch false, for one), it validates the model's arguments against the schema before any plugin runs (argument-validation), so a call whose model leaves {it} out, as a model that has learned not to handle the secret does, is refused before claw-identity can set {it} (Tool Search's tool_call does not check an MCP tool's arguments)"),
             Some(format!("make {it} optional in the tool's inputSchema (drop {names} from required) and describe {it} as internal, injected by the gateway, e.g. with zod: {}", zod(&required[0]))),
         ));
     }
