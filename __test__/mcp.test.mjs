@@ -6,6 +6,7 @@
 // under a real OpenClaw are in e2e/schema.test.mjs.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -188,6 +189,29 @@ test('an MCP server that does not start is a finding with its stderr, not a cras
   assert.match(lines[0], /^FAIL  mcp server: the tools of server "claw-os" could not be listed \(stdio: .*\): .*; its stderr ends: boot failed: no database\. OpenClaw launches it the same way/);
   assert.match(lines[1], /^FAIL  mcp server: the tools of server "claw-os-gone" could not be listed \(stdio: .*no-such-server\): .*ENOENT/);
   assert.ok(!r.stdout.includes('never-started'), 'the server toolPrefix does not name is left alone');
+});
+
+/** PIDs whose environment carries `mark`. */
+function marked(mark) {
+  const needle = Buffer.from(`CLAW_MCP_TEST_MARK=${mark}\0`);
+  return fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d)).filter((pid) => {
+    try {
+      return fs.readFileSync(`/proc/${pid}/environ`).includes(needle);
+    } catch {
+      return false;
+    }
+  });
+}
+
+test('a server that never answers times out as configured (connectionTimeoutMs), and no server outlives the command', async () => {
+  const mark = crypto.randomBytes(6).toString('hex');
+  const s = setup(() => ({
+    'claw-os': { command: process.execPath, args: ['-e', 'setInterval(() => {}, 1000)'], env: { CLAW_MCP_TEST_MARK: mark }, connectionTimeoutMs: 300 },
+  }));
+  const r = await cli(['doctor', '--mcp', '--config', s.config]);
+  assert.equal(r.code, 1, r.stdout + r.stderr);
+  assert.match(r.stdout, /^FAIL  mcp server: the tools of server "claw-os" could not be listed \(stdio: .*\): .*timed out/m);
+  assert.deepEqual(marked(mark), [], 'the server is still running');
 });
 
 test('doctor --mcp needs a config (exit 2); --json carries the MCP checks', async () => {

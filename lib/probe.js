@@ -108,8 +108,10 @@ async function listOne(sdk, launch, clientInfo) {
     return { server: launch.server, error: String(e?.message ?? e), ...(stderr ? { stderr } : {}) };
   } finally {
     total.clear();
-    // Closing a stdio transport stops the server process.
-    await Promise.race([client.close().catch(() => {}), new Promise((r) => setTimeout(r, 2000).unref?.())]);
+    // Closing a stdio transport stops the server: stdin closed, then SIGTERM
+    // and SIGKILL, 2 s apart (the SDK's own bound). Waited for, so that no
+    // server outlives the command.
+    await client.close().catch(() => {});
   }
 }
 
