@@ -330,8 +330,8 @@ export function writeTokenMapSync(path: string, map: TokenMapInput): WrittenToke
 export function resolveTokenMapPath(options?: { map?: string; config?: string }): string;
 
 export interface DoctorCheck {
-  /** `fail`: stops token injection for some or all agents. */
-  status: 'ok' | 'warn' | 'fail' | 'skip';
+  /** `fail`: stops token injection for some or all agents, or sends a token out of the gateway. */
+  status: 'ok' | 'warn' | 'fail' | 'skip' | 'info';
   check: string;
   message: string;
   fix?: string;
@@ -352,10 +352,42 @@ export interface DoctorReport {
 }
 
 /**
- * `claw-identity doctor` as data. `map` defaults to the path the plugin
- * reads; `config` is the gateway's `openclaw.json` (JSON5).
+ * How OpenClaw would launch an `mcp.servers` entry whose tools the plugin
+ * owns (`mcpServers()`). Holds the config's env and headers: never print it.
  */
-export function doctor(options?: { map?: string; config?: string }): { ok: boolean; text: string; report: DoctorReport };
+export interface McpServerLaunch {
+  server: string;
+  transport: 'stdio' | 'sse' | 'streamable-http';
+  command: string | null;
+  args: string[];
+  env: Record<string, string>;
+  cwd: string | null;
+  url: string | null;
+  headers: Record<string, string>;
+  connectTimeoutMs: number;
+  requestTimeoutMs: number;
+}
+
+/**
+ * What `doctor --mcp` and `audit --mcp` gather for the checks to judge:
+ * each server's `tools/list` (or why it gave none), and the output of
+ * `openclaw plugins inspect --all --runtime --json` (or why there is none).
+ */
+export interface LiveFacts {
+  servers: Array<{ server: string; tools?: Array<{ name: string; inputSchema: unknown }>; error?: string; stderr?: string }>;
+  plugins?: unknown[];
+  pluginsError?: string;
+}
+
+/** The owned `mcp.servers` entries of the gateway config at `config`, as OpenClaw would launch them. */
+export function mcpServers(options: { config: string }): McpServerLaunch[];
+
+/**
+ * `claw-identity doctor` as data. `map` defaults to the path the plugin
+ * reads; `config` is the gateway's `openclaw.json` (JSON5); `live` adds the
+ * checks of `--mcp`.
+ */
+export function doctor(options?: { map?: string; config?: string; live?: LiveFacts }): { ok: boolean; text: string; report: DoctorReport };
 
 export interface Explanation {
   tool: string;
@@ -404,7 +436,7 @@ export interface AuditFinding {
  * The findings claw-identity adds to `openclaw security audit --deep` (and
  * `claw-identity audit` prints), for the gateway config at `config`.
  */
-export function audit(options: { config: string }): AuditFinding[];
+export function audit(options: { config: string; live?: LiveFacts }): AuditFinding[];
 
 /** An agent of the map in force, by its token's fingerprint. */
 export interface AgentFingerprint {

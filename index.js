@@ -32,6 +32,7 @@ export const {
   writeTokenMapSync,
   doctor,
   audit,
+  mcpServers,
   explain,
   version,
   buildInfo,

@@ -25,6 +25,7 @@ export const {
   writeTokenMapSync,
   doctor,
   audit,
+  mcpServers,
   explain,
   version,
   buildInfo,

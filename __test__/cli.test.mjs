@@ -59,6 +59,11 @@ const exposure = (agent, map) =>
   `warn  map exposure: agent "${agent}" has exec, process and it runs on the host without OpenClaw's sandbox (agents.defaults.sandbox.mode is "off"): a shell can read the token map ${map} (cat, base64, a script), which no path check or redaction can stop\n` +
   `      fix: openclaw config set agents.entries.${agent}.sandbox.mode all (and no sandbox bind over ${path.dirname(map)}); or take the shell away: add "group:runtime" to agents.entries.${agent}.tools.deny; or protectMap: "strict" in the plugin's config, which blocks exec and process for agents outside the sandbox\n`;
 
+/** Doctor's finding for agents with a shell on the host and exec completion notices on (the default). */
+const notices = (...agents) =>
+  `warn  exec notices: ${agents.length === 1 ? `agent "${agents[0]}" has` : `agents ${agents.map((a) => `"${a}"`).join(', ')} have`} a shell on the host and tools.exec.notifyOnExit is on (the default): when a backgrounded exec ends, OpenClaw hands up to 180 characters of its output to the agent's next turn as a system event, not as a tool result, so the tool-result redaction never sees it, and a token the command printed (cat of the map, an env dump) can reach the model. claw-identity still redacts what is stored in the transcript\n` +
+  "      fix: openclaw config set tools.exec.notifyOnExit false --strict-json; a backgrounded command's output then reaches the agent only through process poll or log, as a tool result claw-identity redacts\n";
+
 test('doctor on a healthy map: the agents by fingerprint, exit 0', () => {
   const { map, tokens } = healthy();
   const r = cli(['doctor', '--map', map]);
@@ -113,12 +118,13 @@ test('doctor with a healthy config: enablement, plugin config and configured age
       'ok    configured agents: all 2 have a token\n' +
       exposure(DALI, map) +
       exposure(FRANCIS, map) +
+      notices(DALI, FRANCIS) +
       '\n' +
       'AGENT          TOKEN SHA256  IN CONFIG\n' +
       `${DALI}     ${fingerprint(tokens[DALI])}  yes\n` +
       `${FRANCIS}  ${fingerprint(tokens[FRANCIS])}  yes\n` +
       '\n' +
-      'healthy (2 warnings): nothing found stops token injection\n',
+      'healthy (3 warnings): nothing found stops token injection\n',
   );
 });
 
@@ -297,12 +303,13 @@ test('doctor on a config that does not enable the plugin: OpenClaw would not loa
       'skip  configured agents: the config lists no agents under agents.entries\n' +
       // Without a roster OpenClaw runs one implicit agent, "main".
       exposure('main', map) +
+      notices('main') +
       '\n' +
       'AGENT          TOKEN SHA256\n' +
       `${DALI}     ${fingerprint(tokens[DALI])}\n` +
       `${FRANCIS}  ${fingerprint(tokens[FRANCIS])}\n` +
       '\n' +
-      '1 problem stops token injection (1 warning); fix it and run doctor again\n',
+      '1 problem stops token injection (2 warnings); fix it and run doctor again\n',
   );
 });
 
@@ -321,7 +328,7 @@ test('doctor flags enabled: false, a deny list and an allow list without the plu
     'FAIL  plugin enabled: plugins.allow is set and does not list claw-identity: OpenClaw does not load it',
     'FAIL  plugin enabled: plugins.entries.claw-identity.enabled is false, not true: OpenClaw loads only an explicitly enabled plugin (and registers its trusted tool policy only then), and says nothing at runtime',
   ]);
-  assert.ok(r.stdout.endsWith('3 problems stop token injection (1 warning); fix them and run doctor again\n'), r.stdout);
+  assert.ok(r.stdout.endsWith('3 problems stop token injection (2 warnings); fix them and run doctor again\n'), r.stdout);
 });
 
 test('doctor on configured agents without a token: each named, listed as (no token), exit 1', () => {
@@ -346,13 +353,14 @@ test('doctor on configured agents without a token: each named, listed as (no tok
       '      fix: remove it from the map if that agent is gone\n' +
       exposure(FRANCIS, map) +
       exposure('pepito--atlas', map) +
+      notices(FRANCIS, 'pepito--atlas') +
       '\n' +
       'AGENT          TOKEN SHA256  IN CONFIG\n' +
       `${DALI}     ${fingerprint(tokens[DALI])}  no\n` +
       `${FRANCIS}  ${fingerprint(tokens[FRANCIS])}  yes\n` +
       'pepito--atlas  (no token)    yes\n' +
       '\n' +
-      '1 problem stops token injection (3 warnings); fix it and run doctor again\n',
+      '1 problem stops token injection (4 warnings); fix it and run doctor again\n',
   );
 });
 

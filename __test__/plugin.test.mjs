@@ -70,13 +70,18 @@ test('every option in the configSchema is one the layer accepts, and no other', 
   assert.throws(() => new IdentityLayer({ notInSchema: 1 }), /unknown option "notInSchema"/);
 });
 
-test('register wires a trusted tool policy and a priority-100 hook with no matcher', () => {
+test('register wires a trusted tool policy, a priority-100 hook with no matcher, and the transcript redaction last', () => {
   const file = mapWith({ 'paco--francis': randomToken() });
   const { api, log } = fakeApi({ tokenMapPath: file });
   plugin.register(api);
-  assert.equal(api.hooks.length, 1);
-  assert.equal(api.hooks[0].name, 'before_tool_call');
-  assert.deepEqual(api.hooks[0].opts, { priority: 100 });
+  assert.deepEqual(
+    api.hooks.map((h) => [h.name, h.opts]),
+    [
+      ['before_tool_call', { priority: 100 }],
+      ['tool_result_persist', { priority: -1000 }],
+      ['before_message_write', { priority: -1000 }],
+    ],
+  );
   assert.equal(api.policies.length, 1);
   assert.equal(api.policies[0].id, 'claw-identity');
   assert.equal(api.policies[0].matcher, undefined);

@@ -70,15 +70,24 @@ export function surface(build, load) {
     return native.opsWriteMapSync(...writeArgs(path, map));
   }
 
-  /** `claw-identity doctor` as data: `{ ok, text, report }`. */
-  function doctor({ map, config } = {}) {
-    return native.opsDoctor(map, config);
+  /**
+   * `claw-identity doctor` as data: `{ ok, text, report }`. `live` is what
+   * `--mcp` gathered: `{ servers, plugins?, pluginsError? }`.
+   */
+  function doctor({ map, config, live } = {}) {
+    return native.opsDoctor(map, config, live);
   }
 
-  /** The findings of `claw-identity audit` for the gateway config `config`. */
-  function audit({ config } = {}) {
+  /** The findings of `claw-identity audit` for the gateway config `config` (and `live`, as for doctor). */
+  function audit({ config, live } = {}) {
     if (typeof config !== 'string' || config === '') throw new TypeError('claw-identity: audit(): config must be the path of an openclaw.json');
-    return native.opsAudit(config);
+    return native.opsAudit(config, live);
+  }
+
+  /** How OpenClaw would launch each `mcp.servers` entry of `config` whose tools the plugin owns. */
+  function mcpServers({ config } = {}) {
+    if (typeof config !== 'string' || config === '') throw new TypeError('claw-identity: mcpServers(): config must be the path of an openclaw.json');
+    return native.opsMcpPlan(config);
   }
 
   /** `claw-identity explain` as data: `{ ok, text, report }`. */
@@ -100,6 +109,7 @@ export function surface(build, load) {
     writeTokenMapSync,
     doctor,
     audit,
+    mcpServers,
     explain,
     version,
     buildInfo: Object.freeze({ ...build }),

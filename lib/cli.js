@@ -4,12 +4,16 @@
 // inputs. Every check and decision is made in Rust, by the same code the
 // plugin runs; this module parses arguments, prints, and returns the exit
 // status. It runs with `io`: how to print, the program's name, the API of a
-// build (`io.lib()`, loaded only when a command needs it), and, under
-// OpenClaw, the gateway client and the active config. It imports nothing
-// from the package, so it can be tested in-process with any `io`.
+// build (`io.lib()`, loaded only when a command needs it), how to load the
+// MCP SDK (`io.mcpSdk()`), and, under OpenClaw, the gateway client, the
+// active config and OpenClaw's plugin list. Of the package it imports only
+// lib/probe.js (which loads no build), so it can be tested in-process with
+// any `io`.
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import { parseArgs } from 'node:util';
+
+import { firstMcpSdk, hostMcpSdk, inspectPlugins, listTools, ownMcpSdk } from './probe.js';
 
 const EXIT_OK = 0;
 const EXIT_PROBLEM = 1;
@@ -36,20 +40,28 @@ Tokens are never printed: only fingerprints (first 12 hex of their sha256).
 
 Exit status: 0 ok, 1 a problem was found (see each command), 2 usage error.
 `,
-  doctor: `Usage: ${prog} doctor [--map PATH] [--config FILE] [--json]
+  doctor: `Usage: ${prog} doctor [--map PATH] [--config FILE] [--mcp] [--json]
 
 Checks what decides whether agents get their token: the map's permissions
 (through the plugin's own gate, as the user running doctor: run it as the
 gateway's user), its JSON and every entry, and, with --config, whether
-OpenClaw loads the plugin at all and which configured agents have no token.
-Prints each problem with its fix, and the agents with token fingerprints.
+OpenClaw loads the plugin at all, which configured agents have no token,
+and the settings that send a token past the hook (OTEL content capture,
+exec completion notices). Prints each problem with its fix, and the agents
+with token fingerprints.
 
 ${MAP_OPTIONS}
+  --mcp            also connect to each server of the config's mcp.servers
+                   whose tools the plugin owns, list its tools (no tool is
+                   called, no token is sent) and check that each declares
+                   the params the plugin injects, as optional; under
+                   OpenClaw, also ask it which other plugins get the token
   --json           print the report as JSON
   -h, --help       this help
 
 Exit status: 0 nothing found stops token injection (warnings allowed),
              1 at least one problem (FAIL) stops it for some or all agents,
+               or sends a token out of the gateway,
              2 usage error.
 `,
   explain: `Usage: ${prog} explain [--agent ID] --tool NAME [--params JSON]
@@ -92,19 +104,23 @@ Exit status: 0 written, or already up to date,
                on disk is the one that was there before,
              2 usage error.
 `,
-  audit: `Usage: ${prog} audit [--config FILE] [--json]
+  audit: `Usage: ${prog} audit [--config FILE] [--mcp] [--json]
 
 Prints the findings claw-identity adds to \`openclaw security audit --deep\`,
 each with its fix: whether OpenClaw loads the plugin and its trusted policy,
 the map's owner and permissions, the map within reach of agents' file and
-shell tools, OpenClaw settings that open sessions across users, and options
-that weaken the layer (onMissingToken "pass" with agents missing from the
-map, allowGroupReadable). OpenClaw 2026.9.6 runs plugin collectors only
-inside a process that has loaded the plugin, which \`openclaw security audit\`
-is not, so this command is how to see them there. No token is printed.
+shell tools, OpenClaw settings that open sessions across users or send a
+token past the hook (OTEL content capture, exec completion notices), and
+options that weaken the layer (onMissingToken "pass" with agents missing
+from the map, allowGroupReadable). OpenClaw 2026.9.6 runs plugin collectors
+only inside a process that has loaded the plugin, which
+\`openclaw security audit\` is not, so this command is how to see them
+there. No token is printed.
 
   --config FILE    the gateway's openclaw.json (JSON5); under OpenClaw, its
                    own config by default
+  --mcp            also check the owned MCP servers' tool schemas and, under
+                   OpenClaw, which other plugins get the token (as doctor --mcp)
   --json           print the findings as JSON (OpenClaw's finding shape)
   -h, --help       this help
 
@@ -140,7 +156,7 @@ const COMMON = {
 };
 
 const COMMANDS = {
-  doctor: { options: {}, required: [], run: runDoctor },
+  doctor: { options: { mcp: { type: 'boolean' } }, required: [], run: runDoctor },
   explain: {
     options: {
       agent: { type: 'string' },
@@ -152,7 +168,7 @@ const COMMANDS = {
     run: runExplain,
   },
   'write-map': { options: { from: { type: 'string' } }, required: ['from'], run: runWriteMap },
-  audit: { options: {}, required: ['config'], run: runAudit },
+  audit: { options: { mcp: { type: 'boolean' } }, required: ['config'], run: runAudit },
   status: {
     options: { url: { type: 'string' }, timeout: { type: 'string' }, json: { type: 'boolean' }, help: COMMON.help },
     common: false,
@@ -176,12 +192,41 @@ export const STANDALONE = {
   prog: 'claw-identity',
   out: (text) => process.stdout.write(text),
   err: (text) => process.stderr.write(text),
+  /** The MCP SDK is an optional dependency of claw-identity. */
+  mcpSdk: () => firstMcpSdk([["claw-identity's dependencies", ownMcpSdk]]),
 };
 
+/**
+ * `--mcp`: what only a live system tells, for Rust to judge. The tools of
+ * each MCP server the plan names, and, where `io` can ask OpenClaw, its
+ * loaded plugins and their hooks.
+ */
+async function gatherLive(config, lib, io) {
+  const launches = lib.mcpServers({ config });
+  let servers = [];
+  if (launches.length > 0) {
+    try {
+      servers = await listTools(launches, await io.mcpSdk(), { version: lib.version });
+    } catch (e) {
+      servers = launches.map((l) => ({ server: l.server, error: String(e?.message ?? e) }));
+    }
+  }
+  let plugins = {};
+  if (typeof io.inspectPlugins === 'function') {
+    io.warn('claw-identity: asking OpenClaw which plugins are loaded, and with which hooks (openclaw plugins inspect --all --runtime --json)...');
+    plugins = await io.inspectPlugins(config);
+  }
+  return { servers, ...plugins };
+}
+
+const MCP_NEEDS_CONFIG = '--mcp needs --config FILE: the MCP servers are those of the gateway config\'s mcp.servers';
+
 async function runDoctor(o, lib, io) {
+  if (o.mcp && o.config === undefined) throw new UsageError(MCP_NEEDS_CONFIG);
+  const live = o.mcp ? await gatherLive(o.config, lib, io) : undefined;
   let r;
   try {
-    r = lib.doctor({ map: o.map, config: o.config });
+    r = lib.doctor({ map: o.map, config: o.config, live });
   } catch (e) {
     // Only when there is no map path to check (no --map, and ~ cannot be expanded).
     throw new UsageError(e.message.replace(/^claw-identity: /, ''));
@@ -239,7 +284,8 @@ async function runWriteMap(o, lib, io) {
 
 async function runAudit(o, lib, io) {
   if (o.map !== undefined) throw new UsageError('--map is not an audit option: the map is the one the config names');
-  const findings = lib.audit({ config: o.config });
+  const live = o.mcp ? await gatherLive(o.config, lib, io) : undefined;
+  const findings = lib.audit({ config: o.config, live });
   if (o.json) io.json(findings);
   else io.say(renderFindings(findings, o.config));
   return findings.some((f) => f.severity !== 'info') ? EXIT_PROBLEM : EXIT_OK;
@@ -365,8 +411,9 @@ async function main(argv, io) {
 /**
  * Runs one command line (`argv` without the program name) and resolves to
  * its exit status; it never rejects. `io`: `{ prog, out(text), err(text),
- * lib() }` (`lib` resolves to the API of a build), and under OpenClaw
- * `callGateway(method, opts)` and `activeConfig()`.
+ * lib(), mcpSdk() }` (`lib` resolves to the API of a build, `mcpSdk` to
+ * the MCP SDK's client classes), and under OpenClaw `callGateway(method,
+ * opts)`, `activeConfig()` and `inspectPlugins(config)`.
  */
 export async function run(argv, io) {
   const p = {
@@ -412,6 +459,9 @@ const OPENCLAW = {
   prog: 'openclaw claw-identity',
   out: (text) => process.stdout.write(text),
   err: (text) => process.stderr.write(text),
+  /** OpenClaw's own MCP SDK (it connects its servers with it), else claw-identity's. */
+  mcpSdk: () => firstMcpSdk([['OpenClaw', () => hostMcpSdk()], ["claw-identity's dependencies", ownMcpSdk]]),
+  inspectPlugins: (config) => inspectPlugins(config),
   async callGateway(method, { url, timeout }) {
     const { callGatewayFromCli } = await hostSdk('gateway-runtime');
     return callGatewayFromCli(method, { url, timeout }, {}, { mode: 'cli', scopes: ['operator.read'] });

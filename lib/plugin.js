@@ -8,6 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { registerCommands, registerOperatorSurfaces, registerWatcherService } from './surfaces.js';
 
 const PLUGIN_ID = 'claw-identity';
+/** Below any other plugin's transcript hooks: the redaction sees the message as it will be stored. */
+const PERSIST_PRIORITY = -1000;
 
 /**
  * OpenClaw's session store, as the rules call it: `ensure` creates a
@@ -106,6 +108,12 @@ export function createPlugin({ api: lib, native, watchers }) {
       api.on('before_tool_call', safetyNet, { priority: 100 });
       // Every tool result, before any model sees it: tokens become fingerprints.
       api.registerAgentToolResultMiddleware?.(native.redactToolResult, { runtimes: ['openclaw', 'codex'] });
+      // Everything OpenClaw stores in a transcript, last before disk (the
+      // lowest priority runs last): tool results, and the messages no
+      // middleware sees (user messages such as exec completion notices, the
+      // model's own tool-call arguments). Both hooks are synchronous.
+      api.on('tool_result_persist', native.redactPersisted, { priority: PERSIST_PRIORITY });
+      api.on('before_message_write', native.redactPersisted, { priority: PERSIST_PRIORITY });
       registerOperatorSurfaces(api, native, lib);
       if (api.registrationMode === 'full') {
         registerWatcherService(api, native, configure, layer, watchers);

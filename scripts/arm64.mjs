@@ -56,7 +56,7 @@ const NODE_BIN = path.join(NODE_DIR, 'node_modules', NODE_PACKAGE, 'bin', 'node'
 // - package: npm pack and install run no arm64 code; the preflight below
 //   loads the arm64 build from the packed tarball instead.
 // - e2e/: the OpenClaw gateway under qemu is far outside the time budget.
-export const SUITES = ['loader', 'layer', 'watcher', 'watcher-links', 'rules', 'plugin', 'faults', 'map-guard', 'writer', 'native', 'hotpath', 'workers', 'concurrency', 'exit'];
+export const SUITES = ['loader', 'layer', 'watcher', 'watcher-links', 'rules', 'plugin', 'faults', 'map-guard', 'persist', 'writer', 'native', 'hotpath', 'workers', 'concurrency', 'exit'];
 
 // A suite still running after this long is stopped and counted as failed, so
 // a hung one cannot hold CI; it is a watchdog, no suite comes near it.

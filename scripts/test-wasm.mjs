@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { ensureOpenclaw } from './ensure-openclaw.mjs';
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
-export const SUITES = ['layer', 'watcher', 'watcher-links', 'faults', 'rules', 'plugin', 'map-guard', 'writer', 'leak-guard', 'hotpath', 'syscalls', 'exit', 'workers', 'concurrency', 'torture'];
+export const SUITES = ['layer', 'watcher', 'watcher-links', 'faults', 'rules', 'plugin', 'map-guard', 'persist', 'writer', 'leak-guard', 'hotpath', 'syscalls', 'exit', 'workers', 'concurrency', 'torture'];
 
 const say = (line) => process.stderr.write(`test-wasm: ${line}\n`);
 const asked = process.argv.slice(2);

@@ -147,6 +147,47 @@ pub fn tiers(env: &Env) -> Result<Js<'_>> {
 // `redactToolResult(event)`, the plugin's tool-result middleware, is a raw
 // callback (`bridge::tiers::redactor`): it runs on every tool result.
 
+/// The plugin's `tool_result_persist` and `before_message_write` handler:
+/// `{ message }` with every token the layer knows redacted in
+/// `event.message` (content, `details`, tool-call arguments, every string),
+/// or `undefined` when it holds none. Never throws: OpenClaw would log it
+/// and store the message unchanged. A message too deeply nested to check
+/// has the parts it can't check withheld (`bridge::persist`); one that
+/// can't be checked at all is stored unchanged, with an error logged.
+#[napi(ts_args_type = "event: { message?: unknown }")]
+pub fn redact_persisted<'e>(env: &'e Env, event: Js<'e>) -> Result<Js<'e>> {
+    let layer = match ThreadState::of(env).and_then(|s| s.layer(env)) {
+        Ok(l) => l,
+        Err(_) => return Js::undefined_in(env),
+    };
+    let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if event.kind()? != bridge::js::Kind::Object {
+            return Ok(None);
+        }
+        let Some(message) = event.get(c"message")? else {
+            return Ok(None);
+        };
+        bridge::persist::redact_message(env.raw(), message, &layer.layer.redactor())
+    }));
+    let clean = match checked {
+        Ok(Ok(clean)) => clean,
+        _ => {
+            layer.layer.log().error(format_args!(
+                "could not check a message for tokens before OpenClaw stored it (internal error); it was stored as it is"
+            ));
+            None
+        }
+    };
+    match clean.map(|m| -> Result<Js<'e>> {
+        let out = Js::object(env.raw())?;
+        out.define(&[(Js::string(env.raw(), "message")?, m)])?;
+        Ok(out)
+    }) {
+        Some(Ok(out)) => Ok(out),
+        _ => Js::undefined_in(env),
+    }
+}
+
 /// Stats of the process-wide layer, or `undefined` before `configure`.
 #[napi(catch_unwind)]
 pub fn stats(env: Env) -> Result<Either<NativeStats, ()>> {
@@ -230,24 +271,58 @@ fn invalid(msg: String) -> Error {
     bridge::layer::invalid(msg)
 }
 
-/// `claw-identity doctor [--map PATH] [--config openclaw.json]`.
+/// What `--mcp` gathered (lib/probe.js), as the core reads it.
+fn live_of(live: Option<serde_json::Value>) -> Result<Option<ops::Live>> {
+    live.map(|v| {
+        serde_json::from_value(v).map_err(|e| invalid(format!("live: not what --mcp gathers: {e}")))
+    })
+    .transpose()
+}
+
+/// `claw-identity doctor [--map PATH] [--config openclaw.json] [--mcp]`.
 #[napi]
-pub fn ops_doctor(map: Option<String>, config: Option<String>) -> Result<OpsReport> {
+pub fn ops_doctor(
+    map: Option<String>,
+    config: Option<String>,
+    live: Option<serde_json::Value>,
+) -> Result<OpsReport> {
     let config = config.map(std::path::PathBuf::from);
+    let live = live_of(live)?;
     let r = ops::doctor::run(&ops::doctor::DoctorArgs {
         map: map.as_deref(),
         config: config.as_deref(),
+        live: live.as_ref(),
     })
     .map_err(invalid)?;
     ops_report(r.ok, r.render(), &r)
 }
 
 /// `openclaw security audit`'s findings for the gateway config at `config`:
-/// `[{checkId, severity, title, detail, remediation?}]`.
+/// `[{checkId, severity, title, detail, remediation?}]`; with `live`, those
+/// of `audit --mcp` too.
 #[napi(ts_return_type = "AuditFinding[]")]
-pub fn ops_audit(config: String) -> Result<serde_json::Value> {
-    serde_json::to_value(ops::audit::run(std::path::Path::new(&config)))
-        .map_err(|e| Error::from_reason(format!("claw-identity: cannot encode the findings: {e}")))
+pub fn ops_audit(config: String, live: Option<serde_json::Value>) -> Result<serde_json::Value> {
+    let live = live_of(live)?;
+    serde_json::to_value(ops::audit::run(
+        std::path::Path::new(&config),
+        live.as_ref(),
+    ))
+    .map_err(|e| Error::from_reason(format!("claw-identity: cannot encode the findings: {e}")))
+}
+
+/// How OpenClaw would launch each `mcp.servers` entry whose tools the layer
+/// owns (for lib/probe.js to list their tools): `[]` when the config can't
+/// be read, which doctor then reports.
+#[napi(ts_return_type = "McpServerLaunch[]")]
+pub fn ops_mcp_plan(config: String) -> Result<serde_json::Value> {
+    let Ok(c) = ops::config::OpenClawConfig::load(std::path::Path::new(&config)) else {
+        return Ok(serde_json::Value::Array(Vec::new()));
+    };
+    let opts = ops::config::plugin_options(Some(&c), None)
+        .or_else(|_| ops::config::plugin_options(None, None))
+        .map_err(invalid)?;
+    serde_json::to_value(ops::mcp::plan(&c, &opts).launches)
+        .map_err(|e| Error::from_reason(format!("claw-identity: cannot encode the plan: {e}")))
 }
 
 #[napi(object)]

@@ -17,6 +17,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import zlib from "node:zlib";
 import { ensureOpenclaw } from "../../scripts/ensure-openclaw.mjs";
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -950,6 +951,101 @@ export function pluginDir() {
     throw new Error(`plugin dir ${dir} lacks ${missing.join(", ")}${missing.includes("claw-identity.linux-x64-gnu.node") ? " (run `npm run build`)" : ""}`);
   }
   return dir;
+}
+
+/**
+ * Which tokens `text` shows, whole or as any 16-hex-digit piece, in any
+ * letter case: the owners' names (never the values).
+ */
+export function tokenPieces(text, tokens) {
+  const pieces = new Map();
+  for (const [agent, t] of Object.entries(tokens)) for (let i = 0; i + 16 <= t.length; i++) pieces.set(t.slice(i, i + 16).toLowerCase(), agent);
+  const found = new Set();
+  for (const run of String(text).toLowerCase().match(/[0-9a-f]{16,}/g) ?? []) {
+    for (let i = 0; i + 16 <= run.length; i++) {
+      const owner = pieces.get(run.slice(i, i + 16));
+      if (owner) found.add(owner);
+    }
+  }
+  return [...found].sort();
+}
+
+/**
+ * Every transcript event OpenClaw stored for the run: OpenClaw 2026.9.6
+ * keeps sessions in each agent's SQLite database,
+ * `<state>/agents/<agentId>/agent/openclaw-agent.sqlite`, one row per event
+ * in `transcript_events` (`event_json`, or zstd in `event_zstd` for large
+ * ones), and archived generations in `session_transcript_archives` and
+ * `session_transcript_cold_archives`. Returns [{agent, table, session, seq, text}].
+ */
+export async function transcriptEvents(run) {
+  const { DatabaseSync } = await import("node:sqlite");
+  const agentsDir = path.join(run.state, "agents");
+  const out = [];
+  const text = (v) => (v instanceof Uint8Array ? zlib.zstdDecompressSync(v).toString("utf8") : v == null ? "" : String(v));
+  for (const agent of fs.existsSync(agentsDir) ? fs.readdirSync(agentsDir) : []) {
+    const file = path.join(agentsDir, agent, "agent", "openclaw-agent.sqlite");
+    if (!fs.existsSync(file)) continue;
+    const db = new DatabaseSync(file, { readOnly: true });
+    try {
+      const tables = new Set(db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all().map((r) => r.name));
+      for (const r of db.prepare("SELECT session_id, seq, event_json, event_zstd FROM transcript_events").all()) {
+        out.push({ agent, table: "transcript_events", session: r.session_id, seq: r.seq, text: r.event_json ?? text(r.event_zstd) });
+      }
+      for (const table of ["session_transcript_archives", "session_transcript_cold_archives"].filter((t) => tables.has(t))) {
+        for (const r of db.prepare(`SELECT * FROM ${table}`).all()) {
+          out.push({ agent, table, session: r.session_id ?? "-", seq: -1, text: Object.values(r).map((v) => { try { return text(v); } catch { return Buffer.from(v).toString("latin1"); } }).join("\n") });
+        }
+      }
+    } finally {
+      db.close();
+    }
+  }
+  return out;
+}
+
+/**
+ * Everything OpenClaw keeps in the run's state dir, as text: one record per
+ * row of every table of every SQLite database (their WAL read through
+ * SQLite; zstd blobs decompressed), and one per other file (its bytes).
+ * Returns [{file, table, text}] (`table` null for a plain file).
+ */
+export async function stateRecords(run) {
+  const { DatabaseSync } = await import("node:sqlite");
+  const out = [];
+  const text = (v) => {
+    if (!(v instanceof Uint8Array)) return v;
+    try {
+      return zlib.zstdDecompressSync(v).toString("utf8");
+    } catch {
+      return Buffer.from(v).toString("latin1");
+    }
+  };
+  const walk = (d) => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (!e.isFile() || /\.sqlite-(wal|shm|journal)$/.test(e.name)) continue;
+      else if (e.name.endsWith(".sqlite") && fs.statSync(p).size > 0) {
+        const db = new DatabaseSync(p, { readOnly: true });
+        try {
+          for (const { name } of db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all()) {
+            let rows;
+            try {
+              rows = db.prepare(`SELECT * FROM "${name}"`).all();
+            } catch {
+              continue; // a virtual table whose module this SQLite lacks
+            }
+            for (const r of rows) out.push({ file: p, table: name, text: JSON.stringify(r, (_, v) => text(v)) });
+          }
+        } finally {
+          db.close();
+        }
+      } else out.push({ file: p, table: null, text: fs.readFileSync(p).toString("latin1") });
+    }
+  };
+  walk(run.state);
+  return out;
 }
 
 /** Every string inside a tool result (Tool Search wraps results in JSON, sometimes twice). */

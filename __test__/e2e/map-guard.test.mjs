@@ -1,8 +1,9 @@
-// Issue 15 in a real OpenClaw gateway: the token map stays out of every
-// model's reach. One gateway for every case, OpenClaw's default tools and
-// exec policy, the plugin's defaults (protectMap "paths"). Each assertion is
-// on what really happened: the tool results the model saw, the requests
-// OpenClaw sent to the model server, the map file on disk.
+// In a real OpenClaw gateway: the token map stays out of every model's
+// reach, and no token reaches the stored transcripts. One gateway for every
+// case, OpenClaw's default tools and exec policy, the plugin's defaults
+// (protectMap "paths"). Each assertion is on what really happened: the tool
+// results the model saw, the requests OpenClaw sent to the model server,
+// the map file on disk, the transcripts in OpenClaw's state.
 //
 // The map lives under the run's HOME (the gateway's `~`), so `~/…` reaches it.
 //
@@ -34,22 +35,7 @@ function canonical(v) {
   return JSON.stringify(v);
 }
 
-/**
- * Which tokens `text` shows, whole or as any 16-hex-digit piece, in any
- * letter case: the owners' names (never the values).
- */
-function tokenPieces(text, tokens) {
-  const pieces = new Map();
-  for (const [agent, t] of Object.entries(tokens)) for (let i = 0; i + 16 <= t.length; i++) pieces.set(t.slice(i, i + 16).toLowerCase(), agent);
-  const found = new Set();
-  for (const run of String(text).toLowerCase().match(/[0-9a-f]{16,}/g) ?? []) {
-    for (let i = 0; i + 16 <= run.length; i++) {
-      const owner = pieces.get(run.slice(i, i + 16));
-      if (owner) found.add(owner);
-    }
-  }
-  return [...found].sort();
-}
+const { tokenPieces } = h;
 
 describe("the token map out of the models' reach (issue 15)", () => {
   const s = {};
@@ -174,6 +160,23 @@ describe("the token map out of the models' reach (issue 15)", () => {
     }
   });
 
+  it("a backgrounded exec of the map: its completion turn reaches the model without the map's tokens", async () => {
+    const tag = nonce();
+    const sessionKey = `agent:${FRANCIS}:e2e-map-bg-${tag}`;
+    const before = s.model.requests.length;
+    const res = await h.agentViaGateway(s.run, { agent: FRANCIS, sessionKey, message: `Show me the file, in the background. ${marker("mapbg", { tag })}` });
+    assert.equal(res.code, 0, `openclaw agent exited ${res.code}: ${h.tail(res)}`);
+    const started = s.model.toolResultsFor("mapbg", { tag });
+    assert.equal(started.length, 1, "francis made no exec call");
+    assert.match(String(started[0].result), /Command still running/, "the exec was not backgrounded");
+    // tools.exec.notifyOnExit (on by default): the end of the command wakes the session for one more turn.
+    const notice = await h.waitFor(
+      () => s.model.requests.slice(before).find((r) => /An async command (completion event was triggered|you ran earlier has completed)/.test(r.raw)),
+      { timeoutMs: 120_000, what: "the exec completion turn" },
+    );
+    assert.deepEqual(tokenPieces(notice.raw, s.tokens), [], "token material in the completion turn's request");
+  });
+
   it("no token, nor any 16-hex piece of one, in any request OpenClaw sent to the model", () => {
     // The scripted model's own tool-call arguments come back in its history
     // (the leaksend call carries tokens because the test wrote them there):
@@ -206,6 +209,41 @@ describe("the token map out of the models' reach (issue 15)", () => {
     assert.ok(s.model.requests.length > 10, `only ${s.model.requests.length} requests recorded`);
     assert.deepEqual(hits, [], "token material reached the model");
   });
+
+  // After the check above on purpose: this prompt carries a token to the model itself.
+  it("a token the user pastes into a prompt is stored as its fingerprint (before_message_write)", async () => {
+    const tag = nonce();
+    s.pastedSession = `agent:${FRANCIS}:e2e-map-paste-${tag}`;
+    const res = await h.agentViaGateway(s.run, { agent: FRANCIS, sessionKey: s.pastedSession, message: `Keep this safe: ${s.tokens[DALI]}. ${marker("chat", { tag })}` });
+    assert.equal(res.code, 0, `openclaw agent exited ${res.code}: ${h.tail(res)}`);
+    const stored = (await h.transcriptEvents(s.run)).filter((e) => e.text.includes(`[[e2e:chat tag=${tag}]]`) && e.text.includes('"role":"user"'));
+    assert.equal(stored.length, 1, `the prompt was stored ${stored.length} times`);
+    assert.ok(stored[0].text.includes(`Keep this safe: sha256:${h.fingerprint(s.tokens[DALI])}.`), `stored as: ${h.scrub(stored[0].text.slice(0, 400))}`);
+  });
+
+  it("no token, nor any 16-hex piece of one, in any transcript OpenClaw stored", async () => {
+    const events = await h.transcriptEvents(s.run);
+    // The cases above all left their mark: exec cat, the sessions_send with tokens, the backgrounded exec and its completion turn.
+    const has = (re) => events.some((e) => re.test(e.text));
+    assert.ok(has(/"toolName":"exec"/) && has(/"name":"sessions_send"/), "the exec and sessions_send calls are not in the transcripts");
+    assert.ok(has(/"background":true/), "the backgrounded exec is not in the transcripts");
+    assert.ok(has(/"sourceTool":"exec"/), "the exec completion turn is not in the transcripts");
+    const hits = events.filter((e) => tokenPieces(e.text, s.tokens).length).map((e) => `${e.agent} ${e.table} ${e.session}#${e.seq}: ${tokenPieces(e.text, s.tokens).join(",")}`);
+    assert.deepEqual(hits, [], "token material in a stored transcript");
+  });
+
+  it("nor anywhere else in OpenClaw's state, but its own trace of the text a user or the model wrote (no hook reaches it)", async () => {
+    // OpenClaw's trajectory capture (on by default, OPENCLAW_TRAJECTORY=0 turns
+    // it off) and its task records keep the prompt and the model's own
+    // tool-call arguments as written: here the pasted token and the tokens the
+    // test put in the model's sessions_send. No tool output, no injected token.
+    const written = /Keep this safe: |Keep these: /;
+    const hits = (await h.stateRecords(s.run))
+      .filter((r) => tokenPieces(r.text, s.tokens).length)
+      .filter((r) => !(["trajectory_runtime_events", "task_runs"].includes(r.table) && written.test(r.text)))
+      .map((r) => `${r.file.slice(s.run.root.length)}${r.table ? ` ${r.table}` : ""}: ${tokenPieces(r.text, s.tokens).join(",")}`);
+    assert.deepEqual(hits, [], "token material in OpenClaw's state");
+  });
 });
 
 /** The scripted model's attempts; paths are read from the run state `st` when each call is made. */
@@ -236,6 +274,8 @@ function scripts(st) {
     mapwrites: writes,
     // Case-insensitive matching: the map as written, then upper-cased.
     mapcat: [{ call: "exec", args: () => ({ command: `cat '${st.map}' && tr a-f A-F < '${st.map}'` }) }],
+    // The same, backgrounded: its output comes back as a completion notice, not a tool result.
+    mapbg: [{ call: "exec", args: () => ({ command: `sleep 1; cat '${st.map}'`, background: true }) }],
     // A model that holds tokens (here: the test put them in its mouth) passes
     // atlas's, and francis's upper-cased, on to dali.
     leaksend: [

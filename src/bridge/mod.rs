@@ -2,7 +2,8 @@
 //! addon lives in this module. `js` wraps the raw calls; `layer` is one
 //! layer as JS sees it (what happens to a call, start to end); `tiers` holds
 //! the raw hook callbacks; `params` reads a call's params exactly and copies
-//! and redacts JS values; `host` calls OpenClaw's logger and session store.
+//! and redacts JS values; `persist` redacts what OpenClaw is about to store;
+//! `host` calls OpenClaw's logger and session store.
 
 pub mod host;
 #[cfg(target_os = "wasi")]
@@ -10,6 +11,7 @@ pub mod host_fs;
 pub mod js;
 pub mod layer;
 pub mod params;
+pub mod persist;
 #[cfg(target_os = "wasi")]
 pub mod poll;
 pub mod tiers;

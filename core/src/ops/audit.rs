@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::config::{self, OpenClawConfig, PLUGIN_ID};
 use super::doctor::{self, Status};
+use super::{after_hook, mcp, Found, Live};
 use crate::options::OnMissingToken;
 use crate::redact::shown;
 use crate::rules::agent_ids::user_prefix;
@@ -54,8 +55,15 @@ fn finding(
     }
 }
 
-/// Every finding for the config at `config_path` (the gateway's own).
-pub fn run(config_path: &Path) -> Vec<Finding> {
+/// A finding doctor and audit share, as audit reports it (`None` if all is well).
+fn as_finding(f: Found) -> Option<Finding> {
+    Some(finding(f.id, f.severity?, f.title, f.detail, f.fix))
+}
+
+/// Every finding for the config at `config_path` (the gateway's own), and,
+/// with `live` (`audit --mcp`), the owned MCP servers' tool schemas and the
+/// other plugins that get the injected token.
+pub fn run(config_path: &Path, live: Option<&Live>) -> Vec<Finding> {
     let c = match OpenClawConfig::load(config_path) {
         Ok(c) => c,
         Err(e) => {
@@ -263,6 +271,23 @@ pub fn run(config_path: &Path) -> Vec<Finding> {
             ));
         }
     }
+    out.extend(
+        after_hook::config_findings(&c)
+            .into_iter()
+            .filter_map(as_finding),
+    );
+    if let Some(live) = live {
+        out.extend(
+            mcp::findings(&c, &opts, &live.servers)
+                .into_iter()
+                .filter_map(as_finding),
+        );
+        out.extend(
+            after_hook::plugin_findings(live)
+                .into_iter()
+                .filter_map(as_finding),
+        );
+    }
     out
 }
 
@@ -310,7 +335,7 @@ mod tests {
     #[test]
     fn defaults_with_two_users_report_session_reach_and_a_map_out_of_step() {
         let (cfg, _) = setup("defaults", 0o600, "", "");
-        let f = run(&cfg);
+        let f = run(&cfg, None);
         assert_eq!(
             ids(&f),
             [
@@ -363,7 +388,7 @@ mod tests {
             r#", onMissingToken: "block""#,
             r#", tools: { sessions: { visibility: "agent" }, agentToAgent: { enabled: false } }"#,
         );
-        assert_eq!(ids(&run(&cfg)), []);
+        assert_eq!(ids(&run(&cfg, None)), []);
     }
 
     #[test]
@@ -375,7 +400,7 @@ mod tests {
             "",
         );
         assert_eq!(
-            ids(&run(&cfg)),
+            ids(&run(&cfg, None)),
             [
                 ("claw-identity.map_group_readable", Severity::Warn),
                 ("claw-identity.allow_group_readable", Severity::Warn),
@@ -396,7 +421,7 @@ mod tests {
             .unwrap()
             .replace("enabled: true, config", "config");
         fs::write(&cfg, text).unwrap();
-        let f = run(&cfg);
+        let f = run(&cfg, None);
         assert_eq!(
             ids(&f),
             [
@@ -423,12 +448,46 @@ mod tests {
             .unwrap()
             .replace(r#"mode: "all""#, r#"mode: "off""#);
         fs::write(&cfg, text).unwrap();
-        let f = run(&cfg);
+        let f = run(&cfg, None);
+        // The same shells on the host get a backgrounded command's output past the redaction.
         assert_eq!(
             ids(&f),
             [
                 ("claw-identity.map_exposure", Severity::Warn),
-                ("claw-identity.map_exposure", Severity::Warn)
+                ("claw-identity.map_exposure", Severity::Warn),
+                ("claw-identity.exec_notify_on_exit", Severity::Warn)
+            ]
+        );
+    }
+
+    #[test]
+    fn with_what_mcp_gathered_the_schema_and_plugin_findings_are_reported() {
+        let (cfg, _) = setup(
+            "live",
+            0o600,
+            r#", onMissingToken: "block""#,
+            r#", tools: { sessions: { visibility: "agent" }, agentToAgent: { enabled: false } },
+               mcp: { servers: { "claw-os": { command: "node" } } }"#,
+        );
+        let live: Live = serde_json::from_value(serde_json::json!({
+            "servers": [{ "server": "claw-os", "tools": [
+                { "name": "ok", "inputSchema": { "properties": { "auth_token": {}, "_conversation_id": {} } } },
+                { "name": "bare", "inputSchema": { "properties": {} } }] }],
+            "plugins": [{ "plugin": { "id": "tracer", "status": "loaded" }, "typedHooks": [{ "name": "after_tool_call" }] }]
+        }))
+        .unwrap();
+        assert_eq!(
+            ids(&run(&cfg, Some(&live))),
+            [
+                (
+                    "claw-identity.mcp_token_param_undeclared",
+                    Severity::Critical
+                ),
+                (
+                    "claw-identity.mcp_conversation_param_undeclared",
+                    Severity::Warn
+                ),
+                ("claw-identity.token_readers", Severity::Info),
             ]
         );
     }

@@ -322,6 +322,70 @@ impl OpenClawConfig {
     }
 }
 
+/// An agent's `exec` as the config sets it (see [`OpenClawConfig::exec_reach`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecReach {
+    pub agent_id: String,
+    /// exec or process run on the gateway's host (or a paired node) for at
+    /// least its main session.
+    pub host_shell: bool,
+    /// `tools.exec.notifyOnExit` in force (on unless set to false).
+    pub notify_on_exit: bool,
+    /// The key that turns it on for this agent, when the agent sets it itself.
+    pub notify_key: Option<String>,
+}
+
+impl OpenClawConfig {
+    /// For each agent: whether it has a shell on the host, and whether a
+    /// backgrounded exec's completion is announced to its session. As
+    /// `resolveExecToolConfig` (`lazy-exec-tool-*.mjs`) layers them: the
+    /// agent's `tools.exec` over the global one; `host` "sandbox" keeps exec
+    /// off the host, "gateway" and "node" put it there, and "auto" (the
+    /// default) does unless the session runs in the sandbox; `mode` or
+    /// `security` "deny" turns it off; `notifyOnExit` is on unless false.
+    pub fn exec_reach(&self) -> Vec<ExecReach> {
+        let reach = self.agent_reach(Path::new(""));
+        let global = object(object(self.root.get("tools")).and_then(|t| t.get("exec")));
+        self.agent_entries()
+            .into_iter()
+            .map(|(id, entry)| {
+                let own = object(object(entry.get("tools")).and_then(|t| t.get("exec")));
+                let text = |k: &str| {
+                    own.and_then(|e| e.get(k))
+                        .or_else(|| global.and_then(|e| e.get(k)))
+                        .and_then(Value::as_str)
+                };
+                let denies = |e: Option<&Map<String, Value>>| {
+                    let m = e.and_then(|e| e.get("mode").or_else(|| e.get("security")));
+                    m.map(|m| m.as_str() == Some("deny"))
+                };
+                let denied = denies(own).or_else(|| denies(global)).unwrap_or(false);
+                let r = reach.iter().find(|r| r.agent_id == id);
+                let sandboxed = r.is_some_and(|r| r.sandbox_mode == "all");
+                let on_host = match text("host") {
+                    Some("sandbox") => false,
+                    Some("gateway" | "node") => true,
+                    _ => !sandboxed,
+                };
+                let own_notify = own.and_then(|e| e.get("notifyOnExit"));
+                let notify = own_notify
+                    .or_else(|| global.and_then(|e| e.get("notifyOnExit")))
+                    .is_none_or(|v| v != &Value::Bool(false));
+                let in_entries =
+                    object(object(self.root.get("agents")).and_then(|a| a.get("entries")))
+                        .is_some();
+                ExecReach {
+                    host_shell: on_host && !denied && r.is_some_and(|r| !r.shell_tools.is_empty()),
+                    notify_on_exit: notify,
+                    notify_key: (own_notify == Some(&Value::Bool(true)) && in_entries)
+                        .then(|| format!("agents.entries.{id}.tools.exec.notifyOnExit")),
+                    agent_id: id,
+                }
+            })
+            .collect()
+    }
+}
+
 /// The options JSON the plugin runs with: the config's plugin options (or
 /// none), with `tokenMapPath` replaced by `map` when one is given.
 pub fn options_json(config: Option<&OpenClawConfig>, map: Option<&str>) -> Result<String, String> {

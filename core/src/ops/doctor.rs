@@ -11,8 +11,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::audit::Severity;
 use super::config::{self, OpenClawConfig, PLUGIN_ID};
-use super::writer;
+use super::{after_hook, mcp, writer, Found, Live};
 use crate::redact::shown;
 use crate::rules::map_access::ProtectMap;
 use crate::token_map::{self, MapError, MapErrorKind, DEFAULT_MAX_MAP_BYTES};
@@ -22,6 +23,8 @@ pub struct DoctorArgs<'a> {
     pub map: Option<&'a str>,
     /// `--config`: the gateway's `openclaw.json`.
     pub config: Option<&'a Path>,
+    /// `--mcp`: what the owned MCP servers and OpenClaw's plugin list said.
+    pub live: Option<&'a Live>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -33,6 +36,8 @@ pub enum Status {
     Fail,
     /// Not checked, because an earlier check failed.
     Skip,
+    /// Worth knowing, changes nothing by itself.
+    Info,
 }
 
 impl Status {
@@ -42,6 +47,7 @@ impl Status {
             Status::Warn => "warn",
             Status::Fail => "FAIL",
             Status::Skip => "skip",
+            Status::Info => "info",
         }
     }
 }
@@ -417,6 +423,25 @@ pub fn run(args: &DoctorArgs<'_>) -> Result<Report, String> {
 
     if let Some(c) = &config {
         checks.extend(exposure_checks(c, &map_path, opts.protect_map));
+        checks.extend(after_hook::config_findings(c).into_iter().map(as_check));
+    }
+    if let Some(live) = args.live {
+        match &config {
+            Some(c) => {
+                checks.extend(
+                    mcp::findings(c, &opts, &live.servers)
+                        .into_iter()
+                        .map(as_check),
+                );
+                checks.extend(after_hook::plugin_findings(live).into_iter().map(as_check));
+            }
+            None => checks.push(check(
+                Status::Skip,
+                "mcp servers",
+                "not checked: the MCP servers are the ones the gateway's config names".into(),
+                Some("pass --config openclaw.json".into()),
+            )),
+        }
     }
 
     let problems = checks.iter().filter(|c| c.status == Status::Fail).count();
@@ -434,6 +459,20 @@ pub fn run(args: &DoctorArgs<'_>) -> Result<Report, String> {
         guarded: guarded(&opts, config.as_ref()),
     })
 }
+
+/// A finding doctor and audit share, as one of doctor's checks.
+fn as_check(f: Found) -> Check {
+    let status = match f.severity {
+        None => Status::Ok,
+        Some(Severity::Info) => Status::Info,
+        Some(Severity::Warn) => Status::Warn,
+        Some(Severity::Critical) => Status::Fail,
+    };
+    check(status, f.label, f.detail, f.fix)
+}
+
+/// The checks whose failure sends a token out rather than stopping injection.
+const LEAK_CHECKS: &[&str] = &["token export"];
 
 /// One finding per agent whose own tools can reach the map's file: a shell
 /// (exec, process) or file tools, on the gateway's host. A shell can read
@@ -597,8 +636,18 @@ impl Report {
         } else {
             String::new()
         };
+        let leaks = self
+            .checks
+            .iter()
+            .any(|c| c.status == Status::Fail && LEAK_CHECKS.contains(&c.check));
         if self.ok {
             out += &format!("healthy{warnings}: nothing found stops token injection\n");
+        } else if leaks {
+            out += &format!(
+                "{} found{warnings}, and a token leaves the gateway; fix {} and run doctor again\n",
+                plural(self.problems, "problem", "problems"),
+                if self.problems == 1 { "it" } else { "them" },
+            );
         } else {
             out += &format!(
                 "{} stop{} token injection{warnings}; fix {} and run doctor again\n",
@@ -638,6 +687,7 @@ mod tests {
         run(&DoctorArgs {
             map: Some(map.to_str().unwrap()),
             config,
+            live: None,
         })
         .unwrap()
     }
@@ -779,6 +829,7 @@ mod tests {
         let r = run(&DoctorArgs {
             map: None,
             config: Some(&c),
+            live: None,
         })
         .unwrap();
         assert_eq!(r.map, p.display().to_string());
@@ -802,8 +853,9 @@ mod tests {
                 ("old", true, Some(false))
             ]
         );
-        // "old" is not configured; "a" and "ghost" have exec on the host.
-        assert_eq!(r.warnings, 3);
+        // "old" is not configured; "a" and "ghost" have exec on the host,
+        // where a backgrounded command's output reaches them as a notice.
+        assert_eq!(r.warnings, 4);
 
         let other = d.join("other.json");
         write(
@@ -831,6 +883,76 @@ mod tests {
         let r = doctor(&p, Some(&c));
         assert_eq!(failed(&r)[0].0, "plugin config");
         assert!(r.map_loaded, "the map is still checked");
+    }
+
+    #[test]
+    fn with_mcp_doctor_names_each_schema_problem_and_the_plugins_that_get_the_token() {
+        let d = tmpdir("mcp");
+        let p = d.join("m.json");
+        write(&p, 0o600, &format!(r#"{{"a": "{T1}"}}"#));
+        let c = d.join("openclaw.json");
+        let body = |otel: bool| {
+            format!(
+                r#"{{ plugins: {{ entries: {{ 'claw-identity': {{ enabled: true, config: {{ tokenMapPath: "{}" }} }} }} }},
+                   diagnostics: {{ otel: {{ enabled: true, captureContent: {otel} }} }},
+                   agents: {{ defaults: {{ sandbox: {{ mode: "all" }} }}, entries: {{ a: {{}} }} }},
+                   mcp: {{ servers: {{ "claw-os": {{ command: "node" }} }} }} }}"#,
+                p.display()
+            )
+        };
+        fs::write(&c, body(false)).unwrap();
+        let live: Live = serde_json::from_value(serde_json::json!({ "servers": [{ "server": "claw-os", "tools": [
+            { "name": "notes", "inputSchema": { "properties": { "auth_token": {}, "_conversation_id": {} } } },
+            { "name": "legacy", "inputSchema": { "properties": { "auth_token": {}, "_conversation_id": {} }, "required": ["auth_token"] } }] }] }))
+        .unwrap();
+        let r = run(&DoctorArgs {
+            map: None,
+            config: Some(&c),
+            live: Some(&live),
+        })
+        .unwrap();
+        let text = r.render();
+        assert!(r.ok, "{text}");
+        assert!(text.contains("ok    mcp tool: claw-os__notes (server \"claw-os\") declares auth_token and _conversation_id, optional"), "{text}");
+        assert!(
+            text.contains(
+                "warn  mcp tool: claw-os__legacy (server \"claw-os\") lists auth_token in required"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("info  token readers: this command runs without OpenClaw"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("healthy (1 warning): nothing found stops token injection\n"),
+            "{text}"
+        );
+
+        // An OTEL export fails doctor, and the verdict says why.
+        fs::write(&c, body(true)).unwrap();
+        let r = run(&DoctorArgs {
+            map: None,
+            config: Some(&c),
+            live: None,
+        })
+        .unwrap();
+        let text = r.render();
+        assert!(!r.ok);
+        assert!(
+            text.contains("FAIL  token export: diagnostics.otel.captureContent is true"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with(
+                "1 problem found, and a token leaves the gateway; fix it and run doctor again\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            !text.contains("mcp tool"),
+            "no --mcp, no schema checks: {text}"
+        );
     }
 
     #[test]

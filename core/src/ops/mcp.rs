@@ -1,0 +1,981 @@
+//! The MCP servers whose tools the layer owns, and whether their tool
+//! schemas let the params it injects through (`doctor --mcp`, `audit --mcp`).
+//!
+//! Everything is decided here: which `mcp.servers` entries have tools whose
+//! ids match `toolPrefix` (ids built as OpenClaw builds them), how OpenClaw
+//! would launch each one, and what each owned tool's `inputSchema` means for
+//! the injected params. The JS side only connects with the official MCP SDK
+//! and lists the tools (lib/probe.js): it never calls a tool and never sends
+//! a token.
+//!
+//! Two traps motivate the checks:
+//! - the MCP SDK drops every argument a tool's schema does not declare, so an
+//!   undeclared `auth_token` never reaches the server;
+//! - OpenClaw validates the model's arguments against the schema before any
+//!   plugin runs (agent-core's `validateToolArguments`, `errorKind:
+//!   "argument-validation"`), so a `required` `auth_token` that the model
+//!   leaves out fails before claw-identity can set it.
+
+use std::collections::{BTreeMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::audit::Severity;
+use super::config::{OpenClawConfig, PLUGIN_ID};
+use super::Found;
+use crate::options::Options;
+use crate::paths::js_trim;
+use crate::redact::{scrub, shown};
+use crate::rules::auth_token::owns;
+
+/// OpenClaw's limits on a tool id `<server>__<tool>` (`agent-bundle-mcp-names-*.mjs`).
+const SERVER_MAX: usize = 30;
+const ID_MAX: usize = 64;
+/// OpenClaw's defaults (`mcp-transport-config-*.mjs`).
+const CONNECT_TIMEOUT_MS: u64 = 30_000;
+const REQUEST_TIMEOUT_MS: u64 = 60_000;
+/// JS timers take at most a signed 32-bit delay.
+const MAX_TIMEOUT_MS: u64 = 2_147_483_647;
+/// How much of a server's error (and stderr) a finding quotes.
+const ERROR_CHARS: usize = 400;
+
+/// What the fixes recommend: the schema OpenClaw's own onepassword plugin
+/// uses for the param its policy injects.
+pub const INTERNAL_DESCRIPTION: &str =
+    "Internal. Injected by the gateway; never set this manually.";
+
+/// How OpenClaw would launch one server, for the JS side to connect to it
+/// the same way. Holds the config's env and headers: never printed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Launch {
+    /// The key under `mcp.servers`.
+    pub server: String,
+    /// `stdio`, `sse` or `streamable-http`.
+    pub transport: &'static str,
+    pub command: Option<String>,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    pub cwd: Option<String>,
+    pub url: Option<String>,
+    pub headers: BTreeMap<String, String>,
+    pub connect_timeout_ms: u64,
+    pub request_timeout_ms: u64,
+    /// The name its tool ids start with (`<safe>__<tool>`). Not for JS.
+    #[serde(skip)]
+    safe_name: String,
+}
+
+impl Launch {
+    /// How a finding names it: the command or the URL without its query or
+    /// credentials, never args, env or headers (they may hold secrets).
+    fn shown(&self) -> String {
+        match (&self.command, &self.url) {
+            (Some(c), _) => format!("stdio: {}", shown(c)),
+            (None, Some(u)) => format!("{}: {}", self.transport, shown(&url_shown(u))),
+            _ => self.transport.to_owned(),
+        }
+    }
+}
+
+/// A URL as findings show it: no `user:password@`, no query, no fragment.
+fn url_shown(url: &str) -> String {
+    let cut = url.find(['?', '#']).unwrap_or(url.len());
+    let url = &url[..cut];
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let (auth, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+            let host = auth.rsplit_once('@').map_or(auth, |(_, h)| h);
+            format!("{scheme}://{host}{path}")
+        }
+        None => url.to_owned(),
+    }
+}
+
+/// The servers to connect to, and what the config alone already says.
+#[derive(Debug, Default)]
+pub struct Plan {
+    pub launches: Vec<Launch>,
+    pub found: Vec<Found>,
+}
+
+/// `sanitizeToolFragment`: what OpenClaw keeps of a server or tool name. The
+/// JS regex replaces each UTF-16 unit outside `[A-Za-z0-9_-]`, so a
+/// character outside the BMP becomes two dashes.
+fn fragment(raw: &str, fallback: &str, max: Option<usize>) -> String {
+    let mut s = String::new();
+    for c in js_trim(raw).chars() {
+        if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+            s.push(c);
+        } else {
+            (0..c.len_utf16()).for_each(|_| s.push('-'));
+        }
+    }
+    if s.is_empty() {
+        s = fallback.to_owned();
+    }
+    if !s.starts_with(|c: char| c.is_ascii_alphabetic()) {
+        s = format!("{fallback}-{s}");
+    }
+    if let Some(max) = max {
+        // ASCII only by now.
+        s.truncate(max);
+    }
+    s
+}
+
+/// `assignSafeServerNames`: each server's name in tool ids, a later one
+/// that collides (ignoring case) with an earlier one suffixed `-2`, `-3`...
+fn safe_server_names(names: &[&str]) -> Vec<String> {
+    let mut used = HashSet::new();
+    names
+        .iter()
+        .map(|n| {
+            let base = fragment(n, "mcp", Some(SERVER_MAX));
+            let mut candidate = base.clone();
+            let mut k = 2;
+            while used.contains(&candidate.to_lowercase()) {
+                let suffix = format!("-{k}");
+                let keep = SERVER_MAX
+                    .saturating_sub(suffix.len())
+                    .max(1)
+                    .min(base.len());
+                candidate = format!("{}{suffix}", &base[..keep]);
+                k += 1;
+            }
+            used.insert(candidate.to_lowercase());
+            candidate
+        })
+        .collect()
+}
+
+/// `buildSafeToolName`: a tool's id as OpenClaw names it (without the
+/// suffix it adds when another tool already took that id).
+pub fn tool_id(safe_server: &str, tool: &str) -> String {
+    let clean = fragment(tool, "tool", None);
+    let max = ID_MAX.saturating_sub(safe_server.len() + 2).max(1);
+    let tool = &clean[..max.min(clean.len())];
+    format!(
+        "{safe_server}__{}",
+        if tool.is_empty() { "tool" } else { tool }
+    )
+}
+
+/// Whether any tool id of this server could start with one of `prefixes`.
+/// The hook sees tool names lowercased, and so does `owns`.
+fn could_own(prefixes: &[String], safe_server: &str) -> bool {
+    let ids = format!("{}__", safe_server.to_lowercase());
+    prefixes
+        .iter()
+        .any(|p| ids.starts_with(p.as_str()) || p.starts_with(&ids))
+}
+
+/// OpenClaw's `${VAR}` substitution in config strings: uppercase names only,
+/// `$${VAR}` for a literal `${VAR}`, and a missing or empty variable left
+/// as written. Variables come from the environment, then the config's
+/// `env.vars` (which OpenClaw applies when the environment lacks them).
+fn substitute(s: &str, vars: &dyn Fn(&str) -> Option<String>, missing: &mut Vec<String>) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        if let Some(after) = tail.strip_prefix("$${") {
+            if let Some((name, _)) = after.split_once('}').filter(|(n, _)| is_var_name(n)) {
+                out.push_str("${");
+                out.push_str(name);
+                out.push('}');
+                rest = &after[name.len() + 1..];
+                continue;
+            }
+        }
+        if let Some(after) = tail.strip_prefix("${") {
+            if let Some((name, _)) = after.split_once('}').filter(|(n, _)| is_var_name(n)) {
+                match vars(name).filter(|v| !v.is_empty()) {
+                    Some(v) => out.push_str(&v),
+                    None => {
+                        if !missing.iter().any(|m| m == name) {
+                            missing.push(name.to_owned());
+                        }
+                        out.push_str(&tail[..name.len() + 3]);
+                    }
+                }
+                rest = &after[name.len() + 1..];
+                continue;
+            }
+        }
+        out.push('$');
+        rest = &tail[1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn is_var_name(n: &str) -> bool {
+    let mut chars = n.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_uppercase() || c == '_')
+        && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+}
+
+/// `toMcpStringRecord`: string, number and boolean values, as strings.
+fn string_record(
+    v: Option<&Value>,
+    sub: &mut dyn FnMut(&str) -> String,
+) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for (k, v) in v.and_then(Value::as_object).into_iter().flatten() {
+        let text = match v {
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            Value::Bool(b) => b.to_string(),
+            _ => continue,
+        };
+        out.insert(k.clone(), sub(&text));
+    }
+    out
+}
+
+fn timeout(raw: &Map<String, Value>, key: &str, default: u64) -> u64 {
+    match raw.get(key).and_then(Value::as_f64) {
+        Some(ms) if ms.is_finite() && ms > 0.0 => (ms.ceil() as u64).min(MAX_TIMEOUT_MS),
+        _ => default,
+    }
+}
+
+fn text_field<'a>(raw: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+    raw.get(key)
+        .and_then(Value::as_str)
+        .filter(|s| !js_trim(s).is_empty())
+}
+
+fn found(
+    id: &'static str,
+    severity: Option<Severity>,
+    label: &'static str,
+    title: &'static str,
+    detail: String,
+    fix: Option<String>,
+) -> Found {
+    Found {
+        id,
+        severity,
+        label,
+        title,
+        detail,
+        fix,
+    }
+}
+
+const PROBE_HINT: &str = "openclaw mcp probe";
+
+/// How OpenClaw would launch `raw` (`resolveMcpTransportConfig`), or why it
+/// can't be checked.
+fn launch(
+    name: &str,
+    safe_name: &str,
+    raw: &Value,
+    vars: &dyn Fn(&str) -> Option<String>,
+) -> Result<Launch, Found> {
+    let key = format!("mcp.servers.{}", shown(name));
+    let skip = |detail: String, fix: String| {
+        found(
+            "mcp_server_unchecked",
+            Some(Severity::Warn),
+            "mcp server",
+            "an MCP server whose tools claw-identity owns could not be checked",
+            detail,
+            Some(fix),
+        )
+    };
+    let Some(raw) = raw.as_object() else {
+        return Err(skip(
+            format!("{key} is not an object, so OpenClaw does not start it"),
+            format!("make {key} an object with command (stdio) or url"),
+        ));
+    };
+    let mut missing = Vec::new();
+    let mut sub = |s: &str| substitute(s, vars, &mut missing);
+    let connect_timeout_ms = timeout(raw, "connectionTimeoutMs", CONNECT_TIMEOUT_MS);
+    let request_timeout_ms = timeout(raw, "requestTimeoutMs", REQUEST_TIMEOUT_MS);
+    let l = if let Some(command) = text_field(raw, "command") {
+        Launch {
+            server: name.to_owned(),
+            transport: "stdio",
+            command: Some(sub(command)),
+            args: raw
+                .get("args")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(&mut sub)
+                .collect(),
+            env: string_record(raw.get("env"), &mut sub),
+            cwd: text_field(raw, "cwd")
+                .or_else(|| text_field(raw, "workingDirectory"))
+                .map(&mut sub),
+            url: None,
+            headers: BTreeMap::new(),
+            connect_timeout_ms,
+            request_timeout_ms,
+            safe_name: safe_name.to_owned(),
+        }
+    } else {
+        let transport = text_field(raw, "transport")
+            .map(|t| js_trim(t).to_lowercase())
+            .or_else(|| {
+                text_field(raw, "type").and_then(|t| match js_trim(t).to_lowercase().as_str() {
+                    "http" | "streamable-http" => Some("streamable-http".to_owned()),
+                    "sse" => Some("sse".to_owned()),
+                    _ => None,
+                })
+            });
+        let transport = match transport.as_deref() {
+            None | Some("sse") => "sse",
+            Some("streamable-http") => "streamable-http",
+            Some(other) => {
+                return Err(skip(
+                    format!("{key} asks for transport \"{}\", which OpenClaw does not support, so it skips the server", shown(other)),
+                    format!("use a command (stdio), or a url with transport \"sse\" or \"streamable-http\" in {key}"),
+                ))
+            }
+        };
+        let Some(url) = text_field(raw, "url") else {
+            return Err(skip(
+                format!("{key} has neither a command nor a url, so OpenClaw does not start it"),
+                format!("set {key}.command (stdio) or {key}.url"),
+            ));
+        };
+        if raw.get("auth").and_then(Value::as_str) == Some("oauth") {
+            return Err(skip(
+                format!("{key} signs in with OAuth, which doctor does not do, so its tool schemas were not read"),
+                format!("{PROBE_HINT} {} --json lists its tools as OpenClaw sees them: check that each owned tool declares the injected params as optional", shown(name)),
+            ));
+        }
+        Launch {
+            server: name.to_owned(),
+            transport,
+            command: None,
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            cwd: None,
+            url: Some(sub(js_trim(url))),
+            headers: string_record(raw.get("headers"), &mut sub),
+            connect_timeout_ms,
+            request_timeout_ms,
+            safe_name: safe_name.to_owned(),
+        }
+    };
+    if !missing.is_empty() {
+        return Err(skip(
+            format!(
+                "{key} uses ${{{}}}, which is not set here, so doctor can't start the server as the gateway would",
+                missing.join("}, ${")
+            ),
+            "run doctor with the gateway's environment (or set the variables in the config's env.vars)".into(),
+        ));
+    }
+    Ok(l)
+}
+
+/// The servers of `mcp.servers` that have tools the layer owns, and what the
+/// config alone says about them.
+pub fn plan(c: &OpenClawConfig, opts: &Options) -> Plan {
+    let mut plan = Plan::default();
+    let prefixes = &opts.tool_prefixes;
+    let shown_prefixes = prefixes
+        .iter()
+        .map(|p| format!("\"{}\"", shown(p)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let servers = c
+        .get(&["mcp", "servers"])
+        .and_then(Value::as_object)
+        .filter(|s| !s.is_empty());
+    let Some(servers) = servers else {
+        plan.found.push(found(
+            "mcp_no_servers",
+            Some(Severity::Warn),
+            "mcp servers",
+            "the config has no MCP server, so no tool schema could be checked",
+            format!("mcp.servers is empty or not set, so nothing in this config offers the tools toolPrefix {shown_prefixes} names"),
+            Some("add the claw-os server under mcp.servers (command and args for stdio, or url): openclaw mcp set claw-os '<json>'".into()),
+        ));
+        return plan;
+    };
+    // serde_json keeps keys sorted: OpenClaw suffixes colliding names in
+    // declaration order, which this config reader does not keep.
+    let names: Vec<&str> = servers.keys().map(String::as_str).collect();
+    let safe = safe_server_names(&names);
+    let mut by_safe: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for n in &names {
+        by_safe
+            .entry(fragment(n, "mcp", Some(SERVER_MAX)).to_lowercase())
+            .or_default()
+            .push(n);
+    }
+    for (id, group) in by_safe.iter().filter(|(_, g)| g.len() > 1) {
+        plan.found.push(found(
+            "mcp_server_names_collide",
+            Some(Severity::Warn),
+            "mcp servers",
+            "two MCP servers get the same tool-id prefix",
+            format!(
+                "servers {} all become \"{}\" in tool ids: OpenClaw suffixes all but the first declared with -2, -3..., so which one's tools match toolPrefix depends on the order in the file",
+                group.iter().map(|g| format!("\"{}\"", shown(g))).collect::<Vec<_>>().join(", "),
+                shown(id)
+            ),
+            Some("give each server a name that stays distinct once OpenClaw keeps only A-Z, a-z, 0-9, _ and - (30 characters at most)".into()),
+        ));
+    }
+    let env_vars = c
+        .get(&["env", "vars"])
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let vars = move |name: &str| {
+        crate::sys::env_var(name)
+            .and_then(|v| v.into_string().ok())
+            .filter(|v| !v.is_empty())
+            .or_else(|| {
+                env_vars
+                    .get(name)
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            })
+    };
+    for ((name, raw), safe) in servers.iter().zip(&safe) {
+        if !could_own(prefixes, safe) {
+            continue;
+        }
+        match launch(name, safe, raw, &vars) {
+            Ok(l) => plan.launches.push(l),
+            Err(f) => plan.found.push(f),
+        }
+    }
+    if plan.launches.is_empty() && plan.found.is_empty() {
+        plan.found.push(found(
+            "mcp_no_owned_server",
+            Some(Severity::Warn),
+            "mcp servers",
+            "no configured MCP server has tools that toolPrefix matches",
+            format!(
+                "toolPrefix {shown_prefixes} matches the tool ids of none of mcp.servers ({}): OpenClaw names a server's tools <server>__<tool>, so claw-identity injects into none of them",
+                names.iter().map(|n| format!("\"{}\"", shown(n))).collect::<Vec<_>>().join(", ")
+            ),
+            Some(format!("set toolPrefix to \"<server>__\" for the server that checks tokens: openclaw config set plugins.entries.{PLUGIN_ID}.config.toolPrefix '\"claw-os__\"' --strict-json")),
+        ));
+    }
+    plan
+}
+
+/// One server's answer, from the JS side: its tools, or why it gave none.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Probe {
+    pub server: String,
+    #[serde(default)]
+    pub tools: Option<Vec<ListedTool>>,
+    #[serde(default)]
+    pub error: Option<String>,
+    /// The end of a stdio server's stderr, when it failed.
+    #[serde(default)]
+    pub stderr: Option<String>,
+}
+
+/// One entry of `tools/list`: its name and its input schema.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListedTool {
+    pub name: String,
+    #[serde(default)]
+    pub input_schema: Value,
+}
+
+/// Text from outside (a server's error, its stderr) as a finding quotes it:
+/// one line, bounded, long hex runs fingerprinted.
+fn quoted(text: &str) -> String {
+    let one: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let cut: String = one.chars().take(ERROR_CHARS).collect();
+    let cut = if cut.len() < one.len() {
+        format!("{cut}…")
+    } else {
+        cut
+    };
+    scrub(&cut)
+}
+
+/// What a schema says about one param.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Param {
+    Undeclared,
+    Declared {
+        required: bool,
+        bad_type: Option<String>,
+    },
+}
+
+/// The top-level `properties` and `required` of a schema, with those of its
+/// `allOf` parts (a schema built from pieces).
+fn param(schema: &Value, name: &str) -> Param {
+    let parts: Vec<&Value> = std::iter::once(schema)
+        .chain(
+            schema
+                .get("allOf")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten(),
+        )
+        .collect();
+    let prop = parts
+        .iter()
+        .find_map(|p| p.get("properties").and_then(Value::as_object)?.get(name));
+    let Some(prop) = prop else {
+        return Param::Undeclared;
+    };
+    let required = parts.iter().any(|p| {
+        p.get("required")
+            .and_then(Value::as_array)
+            .is_some_and(|r| r.iter().any(|x| x.as_str() == Some(name)))
+    });
+    let bad_type = match prop.get("type") {
+        None => None,
+        Some(Value::String(t)) if t == "string" => None,
+        Some(Value::Array(ts)) if ts.iter().any(|t| t.as_str() == Some("string")) => None,
+        Some(t) => Some(match t {
+            Value::String(s) => format!("\"{}\"", shown(s)),
+            other => shown(&other.to_string()),
+        }),
+    };
+    Param::Declared { required, bad_type }
+}
+
+/// The checks of one owned tool's schema.
+fn tool_findings(server: &str, id: &str, schema: &Value, opts: &Options) -> Vec<Found> {
+    let token = opts.token_param.as_str();
+    let conv = &opts.rules.conversation_id;
+    let tool = format!("{} (server \"{}\")", shown(id), shown(server));
+    let zod = |p: &str| format!("{p}: z.string().optional().describe(\"{INTERNAL_DESCRIPTION}\")");
+    let mut out = Vec::new();
+    let t = param(schema, token);
+    let c = conv.enabled.then(|| param(schema, &conv.param));
+    if t == Param::Undeclared {
+        out.push(found(
+            "mcp_token_param_undeclared",
+            Some(Severity::Critical),
+            "mcp tool",
+            "an owned MCP tool does not declare the token parameter: its server drops the token",
+            format!("{tool} does not declare {token} in its inputSchema: the MCP SDK drops every argument a tool's schema does not declare, so the token claw-identity sets never reaches the server, and the call fails authentication or runs without its agent's identity"),
+            Some(format!("declare {token} in the tool's inputSchema as an optional string described as internal, e.g. with zod: {}", zod(token))),
+        ));
+    }
+    if c == Some(Param::Undeclared) {
+        out.push(found(
+            "mcp_conversation_param_undeclared",
+            Some(Severity::Warn),
+            "mcp tool",
+            "an owned MCP tool does not declare the conversation parameter: its server drops it",
+            format!("{tool} does not declare {} in its inputSchema while rule conversation-id is on: the MCP SDK drops it, so the server never learns which conversation a call came from, and its approval cards lose their chat", shown(&conv.param)),
+            Some(format!("declare it in the tool's inputSchema as an optional string described as internal ({}); or, if the server does not route by conversation, turn the rule off: openclaw config set plugins.entries.{PLUGIN_ID}.config.rules.conversationId.enabled false --strict-json", zod(&conv.param))),
+        ));
+    }
+    let required: Vec<String> = [
+        (token.to_owned(), Some(&t)),
+        (conv.param.clone(), c.as_ref()),
+    ]
+    .into_iter()
+    .filter(|(_, p)| matches!(p, Some(Param::Declared { required: true, .. })))
+    .map(|(n, _)| shown(&n))
+    .collect();
+    if !required.is_empty() {
+        let (names, it) = match required.len() {
+            1 => (required[0].clone(), "it"),
+            _ => (required.join(" and "), "them"),
+        };
+        out.push(found(
+            "mcp_injected_param_required",
+            Some(Severity::Warn),
+            "mcp tool",
+            "an owned MCP tool requires a parameter claw-identity injects: a call that leaves it out is refused before any plugin runs",
+            format!("{tool} lists {names} in required: where OpenClaw offers the tool to the model by name (tools.toolSearch false, for one), it validates the model's arguments against the schema before any plugin runs (argument-validation), so a call whose model leaves {it} out, as a model that has learned not to handle the secret does, is refused before claw-identity can set {it} (Tool Search's tool_call does not check an MCP tool's arguments)"),
+            Some(format!("make {it} optional in the tool's inputSchema (drop {names} from required) and describe {it} as internal, injected by the gateway, e.g. with zod: {}", zod(&required[0]))),
+        ));
+    }
+    for (name, p) in [(token, Some(&t)), (conv.param.as_str(), c.as_ref())] {
+        if let Some(Param::Declared {
+            bad_type: Some(ty), ..
+        }) = p
+        {
+            out.push(found(
+                "mcp_injected_param_type",
+                Some(Severity::Warn),
+                "mcp tool",
+                "an owned MCP tool declares an injected parameter with a type other than string",
+                format!("{tool} declares {} with type {ty}: claw-identity sets a string, which the server's own validation refuses", shown(name)),
+                Some(format!("declare {} as an optional string: {}", shown(name), zod(name))),
+            ));
+        }
+    }
+    if out.is_empty() {
+        let declared = match &c {
+            Some(_) => format!("{token} and {}", shown(&conv.param)),
+            None => token.to_owned(),
+        };
+        out.push(found(
+            "mcp_tool_ok",
+            None,
+            "mcp tool",
+            "",
+            format!("{tool} declares {declared}, optional: the server gets what claw-identity sets, and a model that leaves them out is not refused"),
+            None,
+        ));
+    }
+    out
+}
+
+/// Every finding about the owned MCP servers: the config's ([`plan`]), and
+/// each server's answer in `probes`.
+pub fn findings(c: &OpenClawConfig, opts: &Options, probes: &[Probe]) -> Vec<Found> {
+    let plan = plan(c, opts);
+    let mut out = plan.found;
+    for l in &plan.launches {
+        let key = format!("mcp.servers.{}", shown(&l.server));
+        let probe = probes.iter().find(|p| p.server == l.server);
+        let tools = match probe {
+            Some(Probe {
+                tools: Some(tools), ..
+            }) => tools,
+            _ => {
+                let why = match probe {
+                    None => "it was not asked".to_owned(),
+                    Some(p) => {
+                        let mut why = quoted(p.error.as_deref().unwrap_or("no answer"));
+                        if let Some(err) = p.stderr.as_deref().filter(|s| !js_trim(s).is_empty()) {
+                            why += &format!("; its stderr ends: {}", quoted(err));
+                        }
+                        why
+                    }
+                };
+                out.push(found(
+                    "mcp_unreachable",
+                    Some(Severity::Critical),
+                    "mcp server",
+                    "an MCP server whose tools claw-identity owns could not be reached",
+                    format!("the tools of server \"{}\" could not be listed ({}): {why}. OpenClaw launches it the same way, so its tools are likely missing in the gateway too, and their schemas are unchecked", shown(&l.server), l.shown()),
+                    Some(format!("check {key} (command, args, env and cwd, or url and headers) and that the server starts as the gateway's user; {PROBE_HINT} {} --json shows what OpenClaw gets", shown(&l.server))),
+                ));
+                continue;
+            }
+        };
+        let mut owned = 0;
+        for t in tools {
+            let id = tool_id(&l.safe_name, &t.name);
+            if !owns(&opts.tool_prefixes, &id.to_lowercase()) {
+                continue;
+            }
+            owned += 1;
+            out.extend(tool_findings(&l.server, &id, &t.input_schema, opts));
+        }
+        if owned == 0 {
+            let ids: Vec<String> = tools
+                .iter()
+                .take(8)
+                .map(|t| shown(&tool_id(&l.safe_name, &t.name)))
+                .collect();
+            out.push(found(
+                "mcp_no_owned_tools",
+                Some(Severity::Warn),
+                "mcp server",
+                "an MCP server lists no tool that toolPrefix matches",
+                format!(
+                    "server \"{}\" lists {} tool{} ({}{}), and toolPrefix matches none of them, so claw-identity injects into none",
+                    shown(&l.server),
+                    tools.len(),
+                    if tools.len() == 1 { "" } else { "s" },
+                    if ids.is_empty() { "none".to_owned() } else { ids.join(", ") },
+                    if tools.len() > ids.len() { ", …" } else { "" }
+                ),
+                Some(format!("check toolPrefix against these ids: openclaw config get plugins.entries.{PLUGIN_ID}.config.toolPrefix")),
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn opts(extra: &str) -> Options {
+        Options::from_json(&format!("{{ {extra} }}")).unwrap()
+    }
+
+    fn config(servers: &str) -> OpenClawConfig {
+        OpenClawConfig::from_text(&format!("{{ mcp: {{ servers: {servers} }} }}"))
+    }
+
+    fn listed(server: &str, tools: Value) -> Probe {
+        Probe {
+            server: server.into(),
+            tools: Some(serde_json::from_value(tools).unwrap()),
+            error: None,
+            stderr: None,
+        }
+    }
+
+    fn ids(f: &[Found]) -> Vec<(&str, Option<Severity>)> {
+        f.iter().map(|f| (f.id, f.severity)).collect()
+    }
+
+    /// The schema the docs recommend: both params optional, described as internal.
+    fn recommended() -> Value {
+        json!({ "type": "object", "properties": {
+            "auth_token": { "type": "string", "description": INTERNAL_DESCRIPTION },
+            "_conversation_id": { "type": "string", "description": INTERNAL_DESCRIPTION },
+            "note": { "type": "string" } }, "required": ["note"] })
+    }
+
+    #[test]
+    fn tool_ids_are_built_as_openclaw_builds_them() {
+        assert_eq!(tool_id("claw-os", "claw_notes"), "claw-os__claw_notes");
+        assert_eq!(
+            tool_id("claw-os", "notes.save v2"),
+            "claw-os__notes-save-v2"
+        );
+        assert_eq!(tool_id("claw-os", "9lives"), "claw-os__tool-9lives");
+        assert_eq!(tool_id("claw-os", "  "), "claw-os__tool");
+        assert_eq!(tool_id("claw-os", &"x".repeat(80)).len(), 64);
+        assert_eq!(fragment("claw os 🦀", "mcp", Some(30)), "claw-os---");
+        assert_eq!(fragment("_private", "mcp", Some(30)), "mcp-_private");
+        assert_eq!(fragment(&"s".repeat(40), "mcp", Some(30)).len(), 30);
+        assert_eq!(
+            safe_server_names(&["claw os", "claw-os", "Claw-OS"]),
+            ["claw-os", "claw-os-2", "Claw-OS-3"]
+        );
+    }
+
+    #[test]
+    fn only_servers_whose_tool_ids_can_match_the_prefix_are_planned() {
+        let c = config(
+            r#"{ "claw-os": { command: "node", args: ["s.mjs", 7], env: { K: "v", N: 3, O: {} } },
+                 other: { command: "x" }, "Claw_OSx": { url: "http://127.0.0.1:9/mcp" } }"#,
+        );
+        let p = plan(&c, &opts(""));
+        let names: Vec<&str> = p.launches.iter().map(|l| l.server.as_str()).collect();
+        assert_eq!(names, ["claw-os"]);
+        let l = &p.launches[0];
+        assert_eq!(
+            (l.transport, l.args.clone()),
+            ("stdio", vec!["s.mjs".to_owned()])
+        );
+        assert_eq!(
+            l.env,
+            BTreeMap::from([("K".into(), "v".into()), ("N".into(), "3".into())])
+        );
+        assert_eq!(
+            (l.connect_timeout_ms, l.request_timeout_ms),
+            (30_000, 60_000)
+        );
+        // A prefix shorter than the server part matches every server it starts.
+        let p = plan(&c, &opts(r#""toolPrefix": "claw""#));
+        let mut names: Vec<&str> = p.launches.iter().map(|l| l.server.as_str()).collect();
+        names.sort();
+        assert_eq!(names, ["Claw_OSx", "claw-os"]);
+        assert!(p.found.is_empty(), "{:?}", p.found);
+    }
+
+    #[test]
+    fn urls_headers_transports_and_timeouts_follow_openclaw() {
+        let c = config(
+            r#"{ "claw-os": { url: " https://u:p@claw.example/mcp?k=1 ", headers: { Authorization: "Bearer x", Bad: [1] },
+                              connectionTimeoutMs: 1500.5, requestTimeoutMs: -1 },
+                 "claw-os2": { url: "http://127.0.0.1:1/mcp", type: "http" },
+                 "claw-os3": { url: "http://127.0.0.1:1/mcp", transport: "websocket" },
+                 "claw-os4": { url: "http://127.0.0.1:1/mcp", auth: "oauth" },
+                 "claw-os5": { args: ["x"] } }"#,
+        );
+        let p = plan(&c, &opts(r#""toolPrefix": "claw-os""#));
+        let l = &p.launches[0];
+        assert_eq!(l.transport, "sse");
+        assert_eq!(l.url.as_deref(), Some("https://u:p@claw.example/mcp?k=1"));
+        assert_eq!(
+            l.headers,
+            BTreeMap::from([("Authorization".into(), "Bearer x".into())])
+        );
+        assert_eq!((l.connect_timeout_ms, l.request_timeout_ms), (1501, 60_000));
+        assert_eq!(l.shown(), "sse: https://claw.example/mcp");
+        assert_eq!(p.launches[1].transport, "streamable-http");
+        assert_eq!(p.launches.len(), 2);
+        let details: Vec<&str> = p.found.iter().map(|f| f.detail.as_str()).collect();
+        assert!(
+            details[0].contains("transport \"websocket\""),
+            "{details:?}"
+        );
+        assert!(details[1].contains("OAuth"), "{details:?}");
+        assert!(
+            details[2].contains("neither a command nor a url"),
+            "{details:?}"
+        );
+        assert!(p.found.iter().all(|f| f.severity == Some(Severity::Warn)));
+    }
+
+    #[test]
+    fn config_variables_are_substituted_and_a_missing_one_is_named() {
+        std::env::set_var("CLAW_MCP_TEST_DIR", "/srv/claw");
+        let c = OpenClawConfig::from_text(
+            r#"{ env: { vars: { CLAW_MCP_TEST_KEY: "from-config" } },
+                 mcp: { servers: { "claw-os": { command: "${CLAW_MCP_TEST_DIR}/bin/server", args: ["$${LITERAL}", "a$b"],
+                                                env: { KEY: "${CLAW_MCP_TEST_KEY}" } } } } }"#,
+        );
+        let l = &plan(&c, &opts("")).launches[0];
+        assert_eq!(l.command.as_deref(), Some("/srv/claw/bin/server"));
+        assert_eq!(l.args, ["${LITERAL}", "a$b"]);
+        assert_eq!(l.env["KEY"], "from-config");
+        let c = config(
+            r#"{ "claw-os": { command: "node", args: ["${CLAW_MCP_TEST_UNSET}", "${lower}"] } }"#,
+        );
+        let p = plan(&c, &opts(""));
+        assert!(p.launches.is_empty());
+        assert_eq!(
+            ids(&p.found),
+            [("mcp_server_unchecked", Some(Severity::Warn))]
+        );
+        assert!(
+            p.found[0].detail.contains("${CLAW_MCP_TEST_UNSET}"),
+            "{}",
+            p.found[0].detail
+        );
+    }
+
+    #[test]
+    fn no_servers_no_match_and_colliding_names_are_findings() {
+        let p = plan(&OpenClawConfig::from_text("{}"), &opts(""));
+        assert_eq!(ids(&p.found), [("mcp_no_servers", Some(Severity::Warn))]);
+        let p = plan(&config(r#"{ files: { command: "x" } }"#), &opts(""));
+        assert_eq!(
+            ids(&p.found),
+            [("mcp_no_owned_server", Some(Severity::Warn))]
+        );
+        assert!(p.found[0].detail.contains("\"files\""));
+        let p = plan(
+            &config(r#"{ "claw os": { command: "x" }, "claw-os": { command: "y" } }"#),
+            &opts(""),
+        );
+        assert_eq!(
+            ids(&p.found),
+            [("mcp_server_names_collide", Some(Severity::Warn))]
+        );
+    }
+
+    #[test]
+    fn the_recommended_schema_passes_and_each_trap_is_named_with_its_fix() {
+        let c = config(r#"{ "claw-os": { command: "node" } }"#);
+        let o = opts("");
+        let ok = findings(
+            &c,
+            &o,
+            &[listed(
+                "claw-os",
+                json!([{ "name": "claw_notes", "inputSchema": recommended() }]),
+            )],
+        );
+        assert_eq!(ids(&ok), [("mcp_tool_ok", None)]);
+        assert!(ok[0].detail.starts_with("claw-os__claw_notes (server \"claw-os\") declares auth_token and _conversation_id, optional"), "{}", ok[0].detail);
+
+        let tools = json!([
+            { "name": "bare", "inputSchema": { "type": "object", "properties": { "note": {} } } },
+            { "name": "strict", "inputSchema": { "type": "object",
+                "properties": { "auth_token": { "type": "string" }, "_conversation_id": { "type": "string" } },
+                "required": ["auth_token", "_conversation_id"] } },
+            { "name": "typed", "inputSchema": { "allOf": [{ "properties": { "auth_token": { "type": "integer" } } },
+                                                          { "properties": { "_conversation_id": { "type": ["string", "null"] } } }] } },
+            { "name": "no_schema" }
+        ]);
+        let f = findings(&c, &o, &[listed("claw-os", tools)]);
+        assert_eq!(
+            ids(&f),
+            [
+                ("mcp_token_param_undeclared", Some(Severity::Critical)),
+                ("mcp_conversation_param_undeclared", Some(Severity::Warn)),
+                ("mcp_injected_param_required", Some(Severity::Warn)),
+                ("mcp_injected_param_type", Some(Severity::Warn)),
+                ("mcp_token_param_undeclared", Some(Severity::Critical)),
+                ("mcp_conversation_param_undeclared", Some(Severity::Warn)),
+            ]
+        );
+        assert!(
+            f[0].detail
+                .starts_with("claw-os__bare (server \"claw-os\") does not declare auth_token"),
+            "{}",
+            f[0].detail
+        );
+        assert!(f[0].fix.as_deref().unwrap().contains(INTERNAL_DESCRIPTION));
+        assert!(
+            f[2].detail
+                .contains("lists auth_token and _conversation_id in required"),
+            "{}",
+            f[2].detail
+        );
+        assert!(f[2].detail.contains("argument-validation"));
+        assert!(
+            f[2].fix
+                .as_deref()
+                .unwrap()
+                .starts_with("make them optional"),
+            "{:?}",
+            f[2].fix
+        );
+        assert!(
+            f[3].detail.contains("auth_token with type \"integer\""),
+            "{}",
+            f[3].detail
+        );
+        for x in &f {
+            assert!(x.fix.is_some(), "{x:?}");
+        }
+    }
+
+    #[test]
+    fn the_options_decide_which_params_and_tools_are_checked() {
+        let c = config(r#"{ "claw-os": { command: "node" } }"#);
+        let tools = json!([{ "name": "notes", "inputSchema": { "properties": { "tok": { "type": "string" } } } },
+                           { "name": "other", "inputSchema": {} }]);
+        let o = opts(
+            r#""tokenParam": "tok", "toolPrefix": "claw-os__notes", "rules": { "conversationId": { "enabled": false } }"#,
+        );
+        let f = findings(&c, &o, &[listed("claw-os", tools.clone())]);
+        assert_eq!(ids(&f), [("mcp_tool_ok", None)]);
+        let o = opts(r#""toolPrefix": "claw-os__x""#);
+        let f = findings(&c, &o, &[listed("claw-os", tools)]);
+        assert_eq!(ids(&f), [("mcp_no_owned_tools", Some(Severity::Warn))]);
+        assert!(
+            f[0].detail.contains("claw-os__notes, claw-os__other"),
+            "{}",
+            f[0].detail
+        );
+    }
+
+    #[test]
+    fn an_unreachable_server_is_a_finding_that_quotes_its_error_without_secrets() {
+        let c =
+            config(r#"{ "claw-os": { command: "/opt/claw/server", args: ["--key", "s3cret"] } }"#);
+        let secret = "ab".repeat(32);
+        let p = Probe {
+            server: "claw-os".into(),
+            tools: None,
+            error: Some("MCP error -32000: Connection closed".into()),
+            stderr: Some(format!("boot\nfatal: bad key {secret}\n")),
+        };
+        let f = findings(&c, &opts(""), &[p]);
+        assert_eq!(ids(&f), [("mcp_unreachable", Some(Severity::Critical))]);
+        let d = &f[0].detail;
+        assert!(d.contains("(stdio: /opt/claw/server): MCP error -32000: Connection closed; its stderr ends: boot fatal: bad key"), "{d}");
+        assert!(!d.contains(&secret[..16]) && !d.contains("s3cret"), "{d}");
+        let f = findings(&c, &opts(""), &[]);
+        assert!(f[0].detail.contains("it was not asked"));
+    }
+}
