@@ -54,7 +54,7 @@ test('the leak guard passes a suite that shows only fingerprints and short hex',
 
 // What the model writes is not ours either: a token it pastes into the params
 // of a guarded tool (another agent's real token, or any 64 hex) must not come
-// back in a block reason, an approval, a log line or stats (issue 11, finding 7).
+// back in a block reason, an approval, a log line or stats.
 test('a token the model pastes into guarded params is never echoed', async () => {
   const FRANCIS = 'paco--francis';
   const ctx = { agentId: FRANCIS, sessionKey: `agent:${FRANCIS}:main` };

@@ -1,4 +1,4 @@
-// Keeping tokens out of the models' reach (issue 15), through the public API:
+// Keeping tokens out of the models' reach, through the public API:
 // the agents' file tools are refused the map, tokens in tool results become
 // fingerprints, and a token pasted into text for another agent is taken out.
 // The real gateway is in e2e/map-guard.test.mjs.

@@ -1,6 +1,6 @@
 // The .node itself, as the design card says: it exports beforeToolCall(event,
 // ctx) and decides every call in Rust. Also the bypasses that lived in the
-// JS half before it (issue 11): params the engine read lossily, caches keyed
+// JS half before it: params the engine read lossily, caches keyed
 // by the model's tool call id, prototype setters, closed layers, panics, and
 // a silent token oracle.
 import { test } from 'node:test';

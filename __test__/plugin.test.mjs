@@ -172,7 +172,7 @@ test('once the policy has run, the hook costs no decision: the counters count ea
   assert.equal(stats().injected - before, 3, 'the hook decided again');
 });
 
-// ---- the watcher as an OpenClaw service (issue 14) ----
+// ---- the watcher as an OpenClaw service ----
 
 const CONFIG_PREFIX = 'plugins.entries.claw-identity.config';
 

@@ -1,6 +1,6 @@
-// Real OpenClaw gateway (`openclaw gateway run` on loopback): issue 3,
-// scenarios 2 (cross-agent delegation), 3 (rotation without restart) and 6
-// (log lines, no token anywhere but at the MCP server). A gateway takes ~1.5 GB
+// Real OpenClaw gateway (`openclaw gateway run` on loopback): cross-agent
+// delegation, rotation without a restart, and the log lines (no token
+// anywhere but at the MCP server). A gateway takes ~1.5 GB
 // and 10-20 s to boot, so each describe block shares one, and they run one
 // after the other.
 

@@ -1,4 +1,5 @@
-// Real OpenClaw, embedded turns (`openclaw agent --local`): issue 3, scenarios 1, 4 and 6.
+// Real OpenClaw, embedded turns (`openclaw agent --local`): the token injected
+// for the calling agent, a sub-agent's calls, and the log lines.
 // Each test is one fresh OpenClaw process on its own state dir; the scripted
 // model and the claw-os MCP server are the only other parties.
 

@@ -37,7 +37,7 @@ function canonical(v) {
 
 const { tokenPieces } = h;
 
-describe("the token map out of the models' reach (issue 15)", () => {
+describe("the token map out of the models' reach", () => {
   const s = {};
 
   before(async () => {

@@ -1,4 +1,4 @@
-// Issue 14 in a real OpenClaw: `openclaw claw-identity ...` (lazy, listed in
+// The operator tools in a real OpenClaw: `openclaw claw-identity ...` (lazy, listed in
 // `openclaw --help`, the same report as the standalone command), the
 // `claw-identity.status` gateway method behind `openclaw claw-identity
 // status`. One gateway; the commands that need none run before it starts.

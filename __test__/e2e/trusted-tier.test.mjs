@@ -1,4 +1,4 @@
-// Issue 8: a second, harmless plugin (the audit-stamp fixture: an ordinary
+// The trusted tier: a second, harmless plugin (the audit-stamp fixture: an ordinary
 // before_tool_call hook that stamps `audited: true`) must not undo the token,
 // whatever its priority and whether it returns full params or a patch, because
 // claw-identity enforces identity in OpenClaw's trusted tool-policy tier.

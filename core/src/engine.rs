@@ -1118,7 +1118,7 @@ mod tests {
         }
     }
 
-    // ---- what the model wrote is echoed only scrubbed (issue 11, finding 7) ----
+    // ---- what the model wrote is echoed only scrubbed ----
 
     /// Not a token of any map: what a model might paste into a param.
     const PASTED: &str = "9F86D081884C7D659A2FEAA0C55AD015A3BF4F1B2B0B822CD15D6C15B0F00A08";
