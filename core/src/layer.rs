@@ -21,9 +21,10 @@ use crate::watcher::{Trigger, WatchConfig, Watcher};
 /// How often the watcher thread re-checks its target directory and staleness.
 const HEARTBEAT: Duration = Duration::from_millis(500);
 
-/// The most tokens out of force the redactor keeps (about 110 bytes each:
-/// some 30 MB): a minting service that rotates faster than this within the
-/// grace period loses the oldest first, with a warning.
+/// The most tokens out of force the redactor keeps (about 400 bytes each
+/// with the redactor's index: some 100 MB): a minting service that rotates
+/// faster than this within the grace period loses the oldest first, with a
+/// warning.
 pub const MAX_RETIRED: usize = 1 << 18;
 
 struct Snapshot {
@@ -53,7 +54,8 @@ struct Remembered {
     /// Every token that was in force, and when it went out of force: kept
     /// for [`DEFAULT_GRACE`] (a result computed before a rotation may hold
     /// it), whatever the number of rotations, up to [`MAX_RETIRED`].
-    retired: std::collections::VecDeque<(String, Instant)>,
+    /// Shared, not copied, by the snapshot each reload makes.
+    retired: std::collections::VecDeque<(Arc<str>, Instant)>,
     /// Tokens of a map on disk that is not in force, or of entries it
     /// skipped: refused for their permissions, a duplicate id, a token given
     /// to two agents or a bad agent id, they are likely valid at the server.
@@ -67,14 +69,14 @@ impl Remembered {
                 .into_iter()
                 .map(|(_, t)| t.expose())
                 .chain(self.refused.iter().map(String::as_str))
-                .chain(self.retired.iter().map(|(t, _)| t.as_str())),
+                .chain(self.retired.iter().map(|(t, _)| &**t)),
         )
     }
 
     /// Retires `tokens` now; true when some had to go early (the cap).
     fn retire<'t>(&mut self, tokens: impl IntoIterator<Item = &'t str>, now: Instant) -> bool {
         for t in tokens {
-            self.retired.push_back((t.to_owned(), now));
+            self.retired.push_back((Arc::from(t), now));
         }
         let mut early = false;
         while self.retired.len() > MAX_RETIRED {
@@ -716,7 +718,7 @@ mod tests {
         let many: Vec<String> = (0..(MAX_RETIRED as u32 + 3)).map(token).collect();
         assert!(r.retire(many.iter().map(String::as_str), now));
         assert_eq!(r.retired.len(), MAX_RETIRED);
-        assert_eq!(r.retired.front().unwrap().0, many[3]);
+        assert_eq!(&*r.retired.front().unwrap().0, many[3].as_str());
     }
 
     #[test]

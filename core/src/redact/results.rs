@@ -18,12 +18,12 @@
 //! encoded (base64, hex dump, reversed): see docs/threat-model.md.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::time::Duration;
 
 use serde_json::Value;
 
-use super::fingerprint;
+use super::{fingerprint, FINGERPRINT_HEX};
 
 /// How long a token out of force is still redacted: a result computed just
 /// before a rotation (a long `exec`) may hold it.
@@ -38,6 +38,8 @@ const TOKEN_HEX: usize = 64;
 /// The indexed pieces: 8 digits at every 8th offset.
 const PIECE: usize = 8;
 const SAMPLE: usize = MAX_SHOWN + 1;
+/// `sha256:` and the fingerprint: what a token is shown as.
+const SHOWN: usize = "sha256:".len() + FINGERPRINT_HEX;
 
 fn nibble(c: u8) -> Option<u8> {
     match c {
@@ -54,17 +56,32 @@ fn is_hex(c: u8) -> bool {
 
 /// The tokens to redact, each by its 64 digits (as nibbles, so any letter
 /// case matches) and the fingerprint it is shown as.
+///
+/// A layer rebuilds it on every reload for the map in force and every token
+/// in the grace (thousands after a burst of rotations), so it is three flat
+/// allocations whatever the number of tokens: no allocation per token or
+/// per piece, which left the watcher thread's heap fragmented at several
+/// times what was live.
 pub struct Redactor {
     tokens: Vec<Known>,
-    /// Piece value → (token, piece index) for every aligned piece.
-    pieces: HashMap<u32, Vec<(u32, u8)>>,
+    /// Every aligned piece as (piece value, token index × 8 + piece index),
+    /// sorted by value (then token, so hits come in token order).
+    pieces: Vec<(u32, u32)>,
     /// One bit per piece value's hash: most windows are rejected here.
     filter: Vec<u64>,
 }
 
 struct Known {
     nibbles: [u8; TOKEN_HEX],
-    shown: String,
+    /// `sha256:<fingerprint>`, ASCII.
+    shown: [u8; SHOWN],
+}
+
+impl Known {
+    fn shown(&self) -> &str {
+        // Always ASCII (built from a format of hex digits).
+        std::str::from_utf8(&self.shown).unwrap_or("sha256:?")
+    }
 }
 
 fn filter_bit(piece: u32, bits: usize) -> usize {
@@ -76,8 +93,9 @@ impl Redactor {
     /// A redactor for these tokens (anything that is not 64 hex digits is
     /// dropped; repeats are kept once).
     pub fn new<'a>(tokens: impl IntoIterator<Item = &'a str>) -> Redactor {
-        let mut seen = std::collections::HashSet::new();
-        let mut known = Vec::new();
+        let tokens = tokens.into_iter();
+        let mut seen = HashSet::with_capacity(tokens.size_hint().0);
+        let mut known = Vec::with_capacity(tokens.size_hint().0);
         for t in tokens {
             let b = t.as_bytes();
             if b.len() != TOKEN_HEX || !b.iter().all(|c| is_hex(*c)) {
@@ -89,25 +107,27 @@ impl Redactor {
             }
             if seen.insert(nibbles) {
                 let lower = t.to_ascii_lowercase();
-                known.push(Known {
-                    nibbles,
-                    shown: format!("sha256:{}", fingerprint(&lower)),
-                });
+                let mut shown = [0u8; SHOWN];
+                let text = format!("sha256:{}", fingerprint(&lower));
+                shown.copy_from_slice(&text.as_bytes()[..SHOWN]);
+                known.push(Known { nibbles, shown });
             }
         }
-        let mut pieces: HashMap<u32, Vec<(u32, u8)>> = HashMap::new();
+        drop(seen);
+        known.shrink_to_fit();
+        let mut pieces: Vec<(u32, u32)> = Vec::with_capacity(known.len() * (TOKEN_HEX / PIECE));
         for (i, k) in known.iter().enumerate() {
             for p in 0..TOKEN_HEX / PIECE {
-                pieces
-                    .entry(value(&k.nibbles[p * PIECE..(p + 1) * PIECE]))
-                    .or_default()
-                    .push((i as u32, p as u8));
+                let v = value(&k.nibbles[p * PIECE..(p + 1) * PIECE]);
+                pieces.push((v, (i as u32) << 3 | p as u32));
             }
         }
-        // About 64 bits per piece: a miss rate near 1/64 for a random window.
-        let bits = (pieces.len() * 64).next_power_of_two().max(1024);
+        pieces.sort_unstable();
+        // About 64 bits per piece value: a miss rate near 1/64 for a random window.
+        let distinct = pieces.chunk_by(|a, b| a.0 == b.0).count();
+        let bits = (distinct * 64).next_power_of_two().max(1024);
         let mut filter = vec![0u64; bits / 64];
-        for v in pieces.keys() {
+        for (v, _) in &pieces {
             let b = filter_bit(*v, bits);
             filter[b / 64] |= 1 << (b % 64);
         }
@@ -184,11 +204,13 @@ impl Redactor {
             if at < i || !self.maybe(window) {
                 continue;
             }
-            let Some(hits) = self.pieces.get(&window) else {
-                continue;
-            };
+            let from = self.pieces.partition_point(|&(v, _)| v < window);
+            let hits = self.pieces[from..]
+                .iter()
+                .take_while(|&&(v, _)| v == window);
             let mut best: Option<(usize, usize, u32)> = None;
-            for &(tok, piece) in hits {
+            for &(_, at_piece) in hits {
+                let (tok, piece) = (at_piece >> 3, at_piece & 7);
                 let t = &self.tokens[tok as usize].nibbles;
                 let t0 = piece as usize * PIECE; // token offset of the window
                                                  // Extend left and right while the text goes on with the token.
@@ -239,7 +261,7 @@ impl Redactor {
         for (s, e, tok) in spans {
             // Hex digits are ASCII, so span ends are char boundaries.
             out.push_str(&text[copied..s]);
-            out.push_str(&self.tokens[tok as usize].shown);
+            out.push_str(self.tokens[tok as usize].shown());
             copied = e;
         }
         out.push_str(&text[copied..]);
