@@ -21,11 +21,12 @@ use crate::watcher::{Trigger, WatchConfig, Watcher};
 /// How often the watcher thread re-checks its target directory and staleness.
 const HEARTBEAT: Duration = Duration::from_millis(500);
 
-/// The most tokens out of force the redactor keeps (about 400 bytes each
-/// with the redactor's index: some 100 MB): a minting service that rotates
-/// faster than this within the grace period loses the oldest first, with a
-/// warning.
-pub const MAX_RETIRED: usize = 1 << 18;
+/// The most tokens out of force the redactor keeps: 65,536, about 400 bytes
+/// each with the redactor's index, so some 26 MB (50 MB while a reload
+/// builds the next redactor). That is every token of a 10,000-agent map
+/// rotated six times over within the grace period. A minting service that
+/// rotates faster loses the oldest first, with a warning.
+pub const MAX_RETIRED: usize = 1 << 16;
 
 struct Snapshot {
     map: TokenMap,

@@ -352,7 +352,7 @@ mod tests {
     #[test]
     fn every_audit_says_what_the_agents_tools_cant_reach() {
         let (cfg, map) = setup("guarded", 0o600, "", "");
-        let f = run(&cfg);
+        let f = run(&cfg, None);
         let g = f
             .iter()
             .find(|f| f.check_id == "claw-identity.guarded_locations")
@@ -377,7 +377,9 @@ mod tests {
             r#", rules: { layerControls: { enabled: false } }"#,
             "",
         );
-        assert!(ids(&run(&off)).contains(&("claw-identity.layer_controls_off", Severity::Warn)));
+        assert!(
+            ids(&run(&off, None)).contains(&("claw-identity.layer_controls_off", Severity::Warn))
+        );
     }
 
     #[test]
