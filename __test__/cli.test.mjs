@@ -678,7 +678,7 @@ test('audit prints the security findings for a config, each with its fix, most s
   assert.equal(
     r.stdout,
     `claw-identity audit\n  config  ${cfg}\n\nWARN      ${f.checkId}: ${f.title}\n          ${f.detail}\n          fix: ${f.remediation}\n` +
-      `INFO      ${guarded.checkId}: ${guarded.title}\n          ${guarded.detail}\n`,
+      `INFO      ${guarded.checkId}: ${guarded.title}\n          ${guarded.detail}\n          fix: ${guarded.remediation}\n`,
   );
   for (const t of Object.values(tokens)) assert.ok(!json.stdout.includes(fingerprint(t)), 'audit names a token, even by fingerprint');
 

@@ -257,7 +257,7 @@ pub fn run(config_path: &Path, live: Option<&Live>) -> Vec<Finding> {
             })
             .collect::<Vec<_>>()
             .join("; "),
-        None,
+        Some("Nothing to change: this lists what is guarded. To see why a given call is refused, run claw-identity explain --tool <tool> --agent <id> --params '<json>' --config <openclaw.json>.".to_owned()),
     ));
 
     for check in doctor::exposure_checks(&c, map_path, opts.protect_map) {
