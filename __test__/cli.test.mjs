@@ -686,7 +686,7 @@ test('audit prints the security findings for a config, each with its fix, most s
   const clean = config(dir, fs.readFileSync(cfg, 'utf8').replace('allowGroupReadable: true', 'allowGroupReadable: false'));
   const ok = cli(['audit', '--config', clean]);
   assert.equal(ok.code, 0, ok.stdout);
-  assert.match(ok.stdout, new RegExp(`^claw-identity audit\\n  config  ${clean.replaceAll('.', '\\.')}\\n\\nINFO      claw-identity\\.guarded_locations: [^\\n]+\\n {10}[^\\n]+\\n$`));
+  assert.match(ok.stdout, new RegExp(`^claw-identity audit\\n  config  ${clean.replaceAll('.', '\\.')}\\n\\nINFO      claw-identity\\.guarded_locations: [^\\n]+\\n {10}[^\\n]+\\n {10}fix: [^\\n]+\\n$`));
 
   // The standalone command has no gateway config of its own.
   const usage = cli(['audit']);
