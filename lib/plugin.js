@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { registerSandbox } from './sandbox.js';
 import { registerCommands, registerOperatorSurfaces, registerWatcherService } from './surfaces.js';
 
 const PLUGIN_ID = 'claw-identity';
@@ -107,6 +108,8 @@ export function createPlugin({ api: lib, native, watchers }) {
       // Every tool result, before any model sees it: tokens become fingerprints.
       api.registerAgentToolResultMiddleware?.(native.redactToolResult, { runtimes: ['openclaw', 'codex'] });
       registerOperatorSurfaces(api, native, lib);
+      // The `claw-identity` sandbox backend (bubblewrap), for agents that select it.
+      registerSandbox(api, native);
       if (api.registrationMode === 'full') {
         registerWatcherService(api, native, configure, layer, watchers);
         api.logger.info(`[claw-identity] ${describe(lib.buildInfo)}; identity is enforced by ${tier}`);

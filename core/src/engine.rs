@@ -77,6 +77,12 @@ impl Engine {
         *fs.resolved.lock() = None;
     }
 
+    /// The locations `map-access` keeps out of the agents' reach, as
+    /// configured: the sandbox masks the same ones (`crate::sandbox`).
+    pub fn protected_locations(&self) -> Vec<Location> {
+        self.fs.read().locations.clone()
+    }
+
     /// Only the agents' workspaces and sandboxes (tests).
     pub fn set_agent_fs(&self, table: AgentFsTable) {
         self.fs.write().agents = table;
