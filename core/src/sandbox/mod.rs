@@ -470,6 +470,24 @@ impl<'h> Planner<'h> {
         out
     }
 
+    /// Where `at` is below the root of a writable mount, the directory of
+    /// that mount that holds it (`at` excluded), and its host path.
+    fn unpinned(&self, at: &Path) -> Option<(PathBuf, PathBuf)> {
+        let (
+            root,
+            Layer::Mount {
+                host,
+                writable: true,
+            },
+        ) = self.cover(at)?
+        else {
+            return None;
+        };
+        let first = at.strip_prefix(root).ok()?.components().next()?;
+        let top = root.join(first);
+        (top != at).then(|| (top, host.join(first)))
+    }
+
     fn hide(&mut self, at: &Path, kind: Kind) {
         match kind {
             Kind::Dir => {
@@ -623,6 +641,28 @@ pub fn plan(
             for at in pl.sandbox_paths(&hp) {
                 if masked.iter().any(|m| at.starts_with(m)) {
                     continue; // inside a location masked already
+                }
+                // A mount point can't be renamed, but a directory inside a
+                // writable mount can: `mv .openclaw x` would take a mask
+                // along and free its path. So the outermost directory of
+                // `at` in that mount is pinned first: bound read-only onto
+                // itself, or, missing, made an empty read-only directory.
+                if let Some((top, host_top)) = pl.unpinned(&at) {
+                    if host.kind(&host_top) == Kind::Dir {
+                        pl.ops.push(Op::RoBind(host_top.clone(), top.clone()));
+                        pl.layers.push((
+                            top,
+                            Layer::Mount {
+                                host: host_top,
+                                writable: false,
+                            },
+                        ));
+                    } else {
+                        pl.hide(&top, Kind::Dir);
+                        masked.push(top.clone());
+                        pl.layers.push((top, Layer::Empty));
+                        continue;
+                    }
                 }
                 let writable = pl.shows(&at).is_some_and(|(_, w)| w);
                 match (kind, secret) {
@@ -926,6 +966,15 @@ pub fn spawn_for(
         .unwrap_or(path);
     let command = command(host, &run, &env_path)?;
     let mounts = req.session.openclaw().mounts(&req.session.workdir);
+    // Whatever OpenClaw's config says of workspaces, this session's writable
+    // ones hold a plugin folder too: read-only, as the layer keeps it.
+    let mut inputs = inputs.clone();
+    for m in mounts.iter().filter(|m| m.writable) {
+        inputs
+            .protected
+            .push(crate::rules::layer_controls::workspace_plugins(&m.host));
+    }
+    let inputs = &inputs;
     let workdir = req.workdir.as_deref().unwrap_or(&req.session.workdir);
     let plan = plan(host, inputs, &mounts, workdir, command)?;
     let argv = plan

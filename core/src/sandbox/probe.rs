@@ -92,7 +92,11 @@ pub fn classify(stderr: &str, sysctl: &dyn Fn(&str) -> Option<String>) -> Refusa
             "run the gateway where its user may create user namespaces (for a Docker container: a seccomp profile that allows them), or use OpenClaw's Docker sandbox instead",
         );
     }
-    if stderr.contains("No space left on device") {
+    // bwrap 0.8 says "nesting depth or /proc/sys/user/max_*_namespaces exceeded (ENOSPC)".
+    if stderr.contains("No space left on device")
+        || stderr.contains("ENOSPC")
+        || stderr.contains("max_*_namespaces")
+    {
         return refuse(
             format!("{userns}: no user namespace is left to create (bwrap: {line}); user.max_user_namespaces is 0, or the gateway itself runs in a sandbox that allows none inside."),
             "sysctl -w user.max_user_namespaces=15000 (and in /etc/sysctl.d/), or run the gateway outside that sandbox",

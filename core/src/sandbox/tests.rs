@@ -535,17 +535,14 @@ fn the_gateway_env_directory_is_empty() {
 #[test]
 fn the_plugins_installed_files_are_read_only_where_the_workspace_is_writable() {
     let mut host = Fake::new();
-    host.dir("/srv/ws/paco/plugins/claw-identity");
+    host.dir("/srv/ws/paco/claw-identity");
+    host.dir("/opt/claw-identity");
     let files = OpenClawFiles {
-        plugin_dirs: vec![
-            pb("/srv/ws/paco/plugins/claw-identity"),
-            pb("/opt/claw-identity"),
-        ],
+        plugin_dirs: vec![pb("/srv/ws/paco/claw-identity"), pb("/opt/claw-identity")],
         ..Default::default()
     };
-    host.dir("/opt/claw-identity");
     let p = plan_on(&host, &inputs_for(&host, &files), &ws_mount());
-    let d = pb("/srv/ws/paco/plugins/claw-identity");
+    let d = pb("/srv/ws/paco/claw-identity");
     assert!(pos(&p, &Op::Bind(pb(WS), pb(WS))) < pos(&p, &Op::RoBind(d.clone(), d)));
     // Elsewhere the root is read-only already: no mask, no second bind.
     assert!(!p
@@ -555,16 +552,54 @@ fn the_plugins_installed_files_are_read_only_where_the_workspace_is_writable() {
 }
 
 #[test]
+fn what_holds_a_protected_location_in_the_workspace_is_pinned_so_it_cant_be_renamed_away() {
+    // `mv plugins x` would take the read-only bind along and free the
+    // path: the outermost directory below the workspace is bound read-only
+    // itself (a mount point can't be renamed).
+    let mut host = Fake::new();
+    host.dir("/srv/ws/paco/plugins/claw-identity");
+    let files = OpenClawFiles {
+        plugin_dirs: vec![pb("/srv/ws/paco/plugins/claw-identity")],
+        ..Default::default()
+    };
+    let p = plan_on(&host, &inputs_for(&host, &files), &ws_mount());
+    let top = pb("/srv/ws/paco/plugins");
+    assert!(pos(&p, &Op::Bind(pb(WS), pb(WS))) < pos(&p, &Op::RoBind(top.clone(), top)));
+    // The same for a secret: the map's directory deep in the workspace.
+    let mut host = Fake::new();
+    host.file("/srv/ws/paco/a/secrets/m.json");
+    let mut inputs = inputs_for(&host, &OpenClawFiles::default());
+    inputs.protected = protected(
+        &host,
+        "/srv/ws/paco/a/secrets/m.json",
+        &OpenClawFiles::default(),
+    );
+    let p = plan_on(&host, &inputs, &ws_mount());
+    let (top, dir) = (pb("/srv/ws/paco/a"), pb("/srv/ws/paco/a/secrets"));
+    assert!(pos(&p, &Op::RoBind(top.clone(), top)) < pos(&p, &Op::Tmpfs(dir)));
+}
+
+#[test]
 fn a_plugin_folder_the_workspace_could_create_is_made_empty_and_read_only() {
     // <workspace>/.openclaw/extensions: OpenClaw loads plugins from it.
+    // Missing, with no .openclaw: an empty read-only .openclaw holds it.
     let host = Fake::new();
     let files = OpenClawFiles {
         workspaces: vec![pb(WS)],
         ..Default::default()
     };
     let p = plan_on(&host, &inputs_for(&host, &files), &ws_mount());
-    let ext = pb("/srv/ws/paco/.openclaw/extensions");
-    assert!(pos(&p, &Op::Tmpfs(ext.clone())) < pos(&p, &Op::RemountRo(ext)));
+    let top = pb("/srv/ws/paco/.openclaw");
+    assert!(pos(&p, &Op::Tmpfs(top.clone())) < pos(&p, &Op::RemountRo(top)));
+    // With a .openclaw: it is pinned read-only, and nothing can be made in it.
+    let mut host = Fake::new();
+    host.dir("/srv/ws/paco/.openclaw");
+    let p = plan_on(&host, &inputs_for(&host, &files), &ws_mount());
+    let top = pb("/srv/ws/paco/.openclaw");
+    assert!(has(&p, Op::RoBind(top.clone(), top)));
+    assert!(!masks(&p)
+        .iter()
+        .any(|m| m.starts_with("/srv/ws/paco/.openclaw")));
 }
 
 #[test]
