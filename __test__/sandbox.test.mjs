@@ -98,6 +98,9 @@ function layout(user) {
     state: path.join(home, '.openclaw'),
     plugin: path.join(base, 'plugins', 'claw-identity'),
     ws: path.join(base, 'workspaces', 'paco--francis'),
+    // Other agents' workspaces: one beside it, one inside it
+    // (agents.defaults.workspace puts the others' inside the owner's).
+    otherWs: path.join(base, 'workspaces', 'pepito--atlas'),
     alias: path.join(base, 'alias'),
     runDir: path.join('/run', `claw-sandbox-test-${crypto.randomBytes(4).toString('hex')}`),
     // The test's own files (specs, the stand-in's token and record): under
@@ -107,7 +110,8 @@ function layout(user) {
   };
   L.map = path.join(L.mapDir, 'agent-tokens.json');
   L.config = path.join(L.state, 'openclaw.json');
-  for (const d of [home, L.mapDir, L.state, path.join(L.state, 'credentials'), path.join(home, '.ssh'), L.plugin, L.ws]) {
+  L.nestedWs = path.join(L.ws, 'paco--dali');
+  for (const d of [home, L.mapDir, L.state, path.join(L.state, 'credentials'), path.join(home, '.ssh'), L.plugin, L.ws, L.otherWs, L.nestedWs]) {
     fs.mkdirSync(d, { recursive: true, mode: 0o700 });
   }
   const tokens = Object.fromEntries(AGENTS.map((a) => [a, secret()]));
@@ -121,6 +125,20 @@ function layout(user) {
   L.secrets.ssh = secret();
   fs.writeFileSync(path.join(home, '.ssh', 'id_ed25519'), L.secrets.ssh, { mode: 0o600 });
   fs.writeFileSync(path.join(home, '.bashrc'), '# start-up\n');
+  L.secrets.atlasNotes = secret();
+  fs.writeFileSync(path.join(L.otherWs, 'notes.md'), L.secrets.atlasNotes);
+  L.secrets.daliNotes = secret();
+  fs.writeFileSync(path.join(L.nestedWs, 'notes.md'), L.secrets.daliNotes);
+  // OpenClaw's config as the gateway hands it to the plugin: the agents and their workspaces.
+  L.openclawConfig = {
+    agents: {
+      entries: {
+        'paco--francis': { workspace: L.ws, sandbox: { mode: 'all', backend: 'claw-identity' } },
+        'paco--dali': { workspace: L.nestedWs },
+        'pepito--atlas': { workspace: L.otherWs },
+      },
+    },
+  };
   fs.writeFileSync(path.join(L.plugin, 'index.js'), 'export default {};\n');
   // Other ways to name the map: links in the workspace.
   fs.symlinkSync(L.map, path.join(L.ws, 'map-link'));
@@ -147,6 +165,7 @@ function hostState(L) {
     authorizedKeys: read(path.join(L.home, '.ssh', 'authorized_keys')),
     plugin: fs.readdirSync(L.plugin).sort().join(',') + read(path.join(L.plugin, 'index.js')),
     workspacePlugins: read(path.join(L.ws, '.openclaw', 'extensions', 'evil', 'index.js')),
+    otherWorkspaces: read(path.join(L.otherWs, 'notes.md')) + read(path.join(L.nestedWs, 'notes.md')) + read(path.join(L.ws, 'moved-dali', 'notes.md')) + read(path.join(L.otherWs, 'evil')),
     etc: read('/etc/claw-sandbox-evil'),
     openclawCode: read(path.join(OPENCLAW_CODE, 'claw-sandbox-evil.mjs')),
   };
@@ -197,7 +216,7 @@ function alive(pid) {
 /** Runs the child as `user` with `spec`; its JSON result. */
 function runChild(user, L, spec, { env = {}, wrap = [] } = {}) {
   const file = path.join(L.priv, `spec-${crypto.randomBytes(4).toString('hex')}.json`);
-  fs.writeFileSync(file, JSON.stringify({ entry: entryFile, sdk: SDK, map: L.map, pluginDirs: [L.plugin], workspace: L.ws, ...spec }));
+  fs.writeFileSync(file, JSON.stringify({ entry: entryFile, sdk: SDK, map: L.map, pluginDirs: [L.plugin], workspace: L.ws, openclawConfig: L.openclawConfig, ...spec }));
   if (user) spawnSync('chown', [`${user}:${user}`, file]);
   const childEnv = { PATH: process.env.PATH, HOME: L.home, ...env };
   const [cmd, args] = asUser(user, [...wrap, process.execPath, CHILD, file], childEnv);
@@ -233,6 +252,7 @@ function escapes(L, gw) {
     'planting a plugin in the workspace': `mkdir -p .openclaw/extensions/evil && echo evil > .openclaw/extensions/evil/index.js`,
     'planting one after renaming what holds the plugin folder away': `mv .openclaw moved; rm -rf .openclaw; mkdir -p .openclaw/extensions/evil && echo evil > .openclaw/extensions/evil/index.js`,
     "writing /etc and OpenClaw's code": `echo evil > /etc/claw-sandbox-evil; echo evil > ${OPENCLAW_CODE}/claw-sandbox-evil.mjs`,
+    "other agents' workspaces, beside and inside": `cat ${L.otherWs}/notes.md ${L.nestedWs}/notes.md; ls -la ${L.nestedWs}; mv ${L.nestedWs} moved-dali; rm -rf ${L.nestedWs}; echo evil > ${L.otherWs}/evil`,
     'credentials: the state dir, the ssh key': `cat ${L.state}/credentials/oauth.json ${L.home}/.ssh/id_ed25519; ls -la ${L.state} ${L.home}/.ssh`,
     'the environment': `env; cat /proc/self/environ`,
     'kill of the gateway': `kill -9 ${gw.pid}; kill -TERM ${gw.pid}; echo kill-rc=$?`,
@@ -270,6 +290,13 @@ function escapeSuite(label, user) {
         })),
       });
       s.byName = Object.fromEntries(s.out.results.map((r) => [r.name, r]));
+      // CLAW_SANDBOX_REPORT=<file>: what each escape got (exit code, output
+      // with every run of 16+ hex digits and every base64 run taken out).
+      if (process.env.CLAW_SANDBOX_REPORT) {
+        const clean = (t) => String(t).replace(/[0-9a-fA-F]{16,}/g, '<hex>').replace(/[A-Za-z0-9+/=]{24,}/g, '<b64>').trim().slice(0, 600);
+        const lines = s.out.results.map((r) => `## ${label}: ${r.name}\nexit ${r.code}\n${clean(r.stdout)}\n${clean(r.stderr)}\n`);
+        fs.appendFileSync(process.env.CLAW_SANDBOX_REPORT, lines.join('\n'));
+      }
     });
     after(() => {
       s.gw?.stop();

@@ -42,6 +42,9 @@ pub struct Engine {
     sessions: Known,
     /// Workspaces and sandboxing per agent, and the home directory, for `map-access`.
     fs: parking_lot::RwLock<Facts>,
+    /// Every workspace an agent may have (OpenClaw's config): the sandbox
+    /// shows each agent only its own.
+    workspaces: parking_lot::RwLock<Vec<std::path::PathBuf>>,
 }
 
 impl Engine {
@@ -55,6 +58,7 @@ impl Engine {
                 locations: Engine::locations(&opts_locations, &OpenClawFiles::default()),
                 ..Facts::default()
             }),
+            workspaces: Default::default(),
         }
     }
 
@@ -71,6 +75,7 @@ impl Engine {
     /// neither).
     pub fn set_openclaw_facts(&self, table: AgentFsTable, files: &OpenClawFiles) {
         let locations = Engine::locations(&self.opts.token_map_path, files);
+        *self.workspaces.write() = files.workspaces.clone();
         let mut fs = self.fs.write();
         fs.agents = table;
         fs.locations = locations;
@@ -81,6 +86,11 @@ impl Engine {
     /// configured: the sandbox masks the same ones (`crate::sandbox`).
     pub fn protected_locations(&self) -> Vec<Location> {
         self.fs.read().locations.clone()
+    }
+
+    /// Every workspace an agent may have, as OpenClaw's config gives them.
+    pub fn workspaces(&self) -> Vec<std::path::PathBuf> {
+        self.workspaces.read().clone()
     }
 
     /// Only the agents' workspaces and sandboxes (tests).

@@ -233,6 +233,7 @@ impl Layer {
         let e = &self.shared.engine;
         crate::sandbox::inputs(
             e.protected_locations(),
+            &e.workspaces(),
             &e.options().sandbox,
             &crate::sandbox::LiveHost,
         )

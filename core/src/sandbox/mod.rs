@@ -470,24 +470,6 @@ impl<'h> Planner<'h> {
         out
     }
 
-    /// Where `at` is below the root of a writable mount, the directory of
-    /// that mount that holds it (`at` excluded), and its host path.
-    fn unpinned(&self, at: &Path) -> Option<(PathBuf, PathBuf)> {
-        let (
-            root,
-            Layer::Mount {
-                host,
-                writable: true,
-            },
-        ) = self.cover(at)?
-        else {
-            return None;
-        };
-        let first = at.strip_prefix(root).ok()?.components().next()?;
-        let top = root.join(first);
-        (top != at).then(|| (top, host.join(first)))
-    }
-
     fn hide(&mut self, at: &Path, kind: Kind) {
         match kind {
             Kind::Dir => {
@@ -500,6 +482,19 @@ impl<'h> Planner<'h> {
 }
 
 /// The plan for one command: `mounts` (OpenClaw's), started in `workdir`.
+///
+/// Inside a writable mount, a command can rename and replace anything but
+/// the mount points. A mask there could be renamed away with what it
+/// covers, and a bind whose source a command can swap for a symlink while
+/// the next sandbox is set up would mount whatever it points to. So nothing
+/// is bound from a writable mount, and what must be kept apart inside one
+/// (a protected location, a hidden path, another agent's workspace) is kept
+/// apart at its outermost directory there: that directory is shown empty
+/// and read-only (a "pin"), and is a mount point in every sandbox, where no
+/// command can rename or replace it. OpenClaw's own mounts from inside a
+/// writable mount are made only under a pin (where no command reaches the
+/// source); others are left out, and their folders stay plain parts of the
+/// workspace.
 pub fn plan(
     host: &dyn HostView,
     inputs: &Inputs,
@@ -540,14 +535,8 @@ pub fn plan(
         pl.layers.push((Path::new("/").join(p), Layer::Empty));
     }
 
-    // 3. OpenClaw's mounts and the hidden paths, outermost first, so a mount
-    //    inside a hidden directory shows and a hidden directory inside a
-    //    mount stays hidden.
-    enum Step<'a> {
-        Hide(PathBuf),
-        Mount(&'a Mount, PathBuf),
-    }
-    let mut steps: Vec<(PathBuf, Step)> = Vec::new();
+    // OpenClaw's mounts, as they are on the host.
+    let mut wanted: Vec<(PathBuf, &Mount, PathBuf)> = Vec::new();
     for m in mounts {
         let at = lexical(&m.at).ok_or_else(|| {
             refuse(
@@ -573,6 +562,81 @@ pub fn plan(
         if m.writable {
             writable_ok(host, inputs, &m.host, &real)?;
         }
+        wanted.push((at, m, real));
+    }
+    // The writable ones, as (host root, sandbox root).
+    let writable: Vec<(PathBuf, PathBuf)> = wanted
+        .iter()
+        .filter(|(_, m, _)| m.writable)
+        .map(|(at, _, real)| (real.clone(), at.clone()))
+        .collect();
+
+    // The pins: for every path kept apart that lies inside a writable mount,
+    // its outermost directory there (host path, sandbox path).
+    let mut kept_apart: Vec<(PathBuf, Option<&Location>)> = Vec::new();
+    for loc in &inputs.protected {
+        if let Some(named) = lexical(&loc.path) {
+            for hp in pl.host_paths(&named) {
+                kept_apart.push((hp, Some(loc)));
+            }
+        }
+    }
+    for h in inputs.hidden.iter().filter_map(|h| lexical(h)) {
+        if let Some(real) = host.real(&h) {
+            kept_apart.push((real, None));
+        }
+    }
+    let mut pins: Vec<(PathBuf, PathBuf)> = Vec::new();
+    for (hp, loc) in &kept_apart {
+        for (root, at) in &writable {
+            let Ok(rest) = hp.strip_prefix(root) else {
+                continue;
+            };
+            let Some(first) = rest.components().next() else {
+                continue; // the mount itself: masked on top of it, below
+            };
+            let (top_host, top) = (root.join(first), at.join(first));
+            if top_host == *hp && !matches!(host.kind(hp), Kind::Dir) {
+                match (host.kind(hp), loc) {
+                    // A file right in the workspace: masked itself, below.
+                    (Kind::File | Kind::Other, _) => continue,
+                    (Kind::Missing, Some(l)) if l.secret && !l.dir => {
+                        return Err(refuse(
+                            format!(
+                                "{} ({}) does not exist, and a command could create it in the sandbox's writable workspace.",
+                                l.what,
+                                top.display()
+                            ),
+                            "create it (an empty file will do), or give the agent a workspace that does not hold it",
+                        ))
+                    }
+                    _ => {}
+                }
+            }
+            if !pins.iter().any(|(_, t)| *t == top) {
+                pins.push((top_host, top));
+            }
+        }
+    }
+
+    // 3. OpenClaw's mounts, the hidden paths and the pins, outermost first,
+    //    so a mount inside a hidden directory shows and a hidden directory
+    //    inside a mount stays hidden.
+    enum Step<'a> {
+        Hide(PathBuf),
+        Pin,
+        Mount(&'a Mount, PathBuf),
+    }
+    let mut steps: Vec<(PathBuf, Step)> = Vec::new();
+    let mounted_at: Vec<PathBuf> = wanted.iter().map(|(at, ..)| at.clone()).collect();
+    for (at, m, real) in wanted {
+        // From inside a writable mount: only from under a pin.
+        let inside = writable
+            .iter()
+            .any(|(root, _)| real.starts_with(root) && real != *root);
+        if inside && !pins.iter().any(|(h, _)| real.starts_with(h)) {
+            continue;
+        }
         steps.push((at, Step::Mount(m, real)));
     }
     for h in inputs.hidden.iter().filter_map(|h| lexical(h)) {
@@ -581,8 +645,18 @@ pub fn plan(
             steps.push((real, Step::Hide(h)));
         }
     }
-    // Outermost first; at one path, the mount after the hide (it shows).
-    steps.sort_by_key(|(at, s)| (depth(at), matches!(s, Step::Mount(..))));
+    for (_, top) in &pins {
+        steps.push((top.clone(), Step::Pin));
+    }
+    // Outermost first; at one path, hide, then pin, then the mount (it shows).
+    steps.sort_by_key(|(at, s)| {
+        let order = match s {
+            Step::Hide(_) => 0,
+            Step::Pin => 1,
+            Step::Mount(..) => 2,
+        };
+        (depth(at), order)
+    });
     for (at, step) in steps {
         match step {
             Step::Mount(m, real) => {
@@ -599,10 +673,19 @@ pub fn plan(
                     },
                 ));
             }
+            Step::Pin => {
+                if pl.shows(&at).is_some() {
+                    pl.hide(&at, Kind::Dir);
+                    pl.layers.push((at, Layer::Empty));
+                }
+            }
             Step::Hide(named) => {
                 let kind = host.kind(&named);
                 for hp in pl.host_paths(&named) {
                     for at in pl.sandbox_paths(&hp) {
+                        if mounted_at.contains(&at) {
+                            continue; // a mount shows there: its own workspace
+                        }
                         pl.hide(&at, kind);
                         pl.layers.push((at, Layer::Empty));
                     }
@@ -642,59 +725,16 @@ pub fn plan(
                 if masked.iter().any(|m| at.starts_with(m)) {
                     continue; // inside a location masked already
                 }
-                // A mount point can't be renamed, but a directory inside a
-                // writable mount can: `mv .openclaw x` would take a mask
-                // along and free its path. So the outermost directory of
-                // `at` in that mount is pinned first: bound read-only onto
-                // itself, or, missing, made an empty read-only directory.
-                if let Some((top, host_top)) = pl.unpinned(&at) {
-                    if host.kind(&host_top) == Kind::Dir {
-                        pl.ops.push(Op::RoBind(host_top.clone(), top.clone()));
-                        pl.layers.push((
-                            top,
-                            Layer::Mount {
-                                host: host_top,
-                                writable: false,
-                            },
-                        ));
-                    } else {
-                        pl.hide(&top, Kind::Dir);
-                        masked.push(top.clone());
-                        pl.layers.push((top, Layer::Empty));
-                        continue;
-                    }
-                }
                 let writable = pl.shows(&at).is_some_and(|(_, w)| w);
-                match (kind, secret) {
-                    // Missing where no command can create it, or code
-                    // that is read-only there already.
-                    (Kind::Missing, _) | (_, false) if !writable => continue,
-                    (Kind::Missing, true) if !loc.dir => {
-                        return Err(refuse(
-                            format!(
-                                "{} ({}) does not exist, and a command could create it in the sandbox's writable workspace.",
-                                loc.what,
-                                at.display()
-                            ),
-                            "create it (an empty file will do), or give the agent a workspace that does not hold it",
-                        ))
-                    }
-                    // Missing in a writable place: an empty, read-only
-                    // directory there (bwrap makes the mount point).
-                    (Kind::Missing, _) => pl.hide(&at, Kind::Dir),
-                    (_, true) => pl.hide(&at, kind),
-                    // Code in a writable place: read-only.
-                    (_, false) => {
-                        pl.ops.push(Op::RoBind(hp.clone(), at.clone()));
-                        pl.layers.push((
-                            at,
-                            Layer::Mount {
-                                host: hp.clone(),
-                                writable: false,
-                            },
-                        ));
-                        continue;
-                    }
+                match kind {
+                    // Missing: nothing to hide, and (outside a writable
+                    // mount, whose insides are pinned above) nothing can
+                    // make it.
+                    Kind::Missing => continue,
+                    // Code that is read-only there already.
+                    _ if !secret && !writable => continue,
+                    // The root of a writable mount: empty, read-only.
+                    _ => pl.hide(&at, kind),
                 }
                 masked.push(at.clone());
                 pl.layers.push((at, Layer::Empty));
@@ -706,6 +746,14 @@ pub fn plan(
     //    inside them stays as it is).
     let mut remount = std::mem::take(&mut pl.remount);
     remount.dedup();
+    // bwrap remounts the topmost mount at a path: only where that is empty.
+    remount.retain(|p| {
+        pl.layers
+            .iter()
+            .rev()
+            .find(|(at, _)| at == p)
+            .is_some_and(|(_, l)| matches!(l, Layer::Empty))
+    });
     pl.ops.extend(remount.into_iter().map(Op::RemountRo));
     pl.ops.push(Op::RemountRo("/".into()));
 
@@ -822,8 +870,14 @@ pub fn env(
 
 /// The inputs of this gateway's sandbox: the layer's protected locations,
 /// the state directories and homes OpenClaw's paths give (`crate::paths`),
+/// every agent's workspace (each sandbox shows only the ones it mounts),
 /// and the gateway's `PATH`.
-pub fn inputs(protected: Vec<Location>, opts: &SandboxOptions, host: &dyn HostView) -> Inputs {
+pub fn inputs(
+    protected: Vec<Location>,
+    workspaces: &[PathBuf],
+    opts: &SandboxOptions,
+    host: &dyn HostView,
+) -> Inputs {
     let mut homes = crate::paths::homes();
     if let Some(h) = crate::sys::passwd_home() {
         if !homes.contains(&h) {
@@ -838,8 +892,10 @@ pub fn inputs(protected: Vec<Location>, opts: &SandboxOptions, host: &dyn HostVi
     for d in gateway_path().split(':').filter(|d| d.starts_with('/')) {
         run_later.push((PathBuf::from(d), "a directory of the gateway's PATH"));
     }
+    let mut hidden = hidden(host, &state_dirs, &homes, &opts.hide);
+    hidden.extend(workspaces.iter().cloned());
     Inputs {
-        hidden: hidden(host, &state_dirs, &homes, &opts.hide),
+        hidden,
         protected,
         run_later,
         network: opts.network,

@@ -533,7 +533,7 @@ fn the_gateway_env_directory_is_empty() {
 }
 
 #[test]
-fn the_plugins_installed_files_are_read_only_where_the_workspace_is_writable() {
+fn the_plugins_installed_files_in_the_workspace_are_empty_and_read_only() {
     let mut host = Fake::new();
     host.dir("/srv/ws/paco/claw-identity");
     host.dir("/opt/claw-identity");
@@ -543,7 +543,8 @@ fn the_plugins_installed_files_are_read_only_where_the_workspace_is_writable() {
     };
     let p = plan_on(&host, &inputs_for(&host, &files), &ws_mount());
     let d = pb("/srv/ws/paco/claw-identity");
-    assert!(pos(&p, &Op::Bind(pb(WS), pb(WS))) < pos(&p, &Op::RoBind(d.clone(), d)));
+    assert!(pos(&p, &Op::Bind(pb(WS), pb(WS))) < pos(&p, &Op::Tmpfs(d.clone())));
+    assert!(has(&p, Op::RemountRo(d)));
     // Elsewhere the root is read-only already: no mask, no second bind.
     assert!(!p
         .ops
@@ -553,9 +554,9 @@ fn the_plugins_installed_files_are_read_only_where_the_workspace_is_writable() {
 
 #[test]
 fn what_holds_a_protected_location_in_the_workspace_is_pinned_so_it_cant_be_renamed_away() {
-    // `mv plugins x` would take the read-only bind along and free the
-    // path: the outermost directory below the workspace is bound read-only
-    // itself (a mount point can't be renamed).
+    // `mv plugins x` would take a mask on plugins/claw-identity along and
+    // free the path: the outermost directory below the workspace is the
+    // mount point (empty, read-only), which no command can rename.
     let mut host = Fake::new();
     host.dir("/srv/ws/paco/plugins/claw-identity");
     let files = OpenClawFiles {
@@ -564,7 +565,8 @@ fn what_holds_a_protected_location_in_the_workspace_is_pinned_so_it_cant_be_rena
     };
     let p = plan_on(&host, &inputs_for(&host, &files), &ws_mount());
     let top = pb("/srv/ws/paco/plugins");
-    assert!(pos(&p, &Op::Bind(pb(WS), pb(WS))) < pos(&p, &Op::RoBind(top.clone(), top)));
+    assert!(pos(&p, &Op::Bind(pb(WS), pb(WS))) < pos(&p, &Op::Tmpfs(top.clone())));
+    assert!(!masks(&p).contains(&pb("/srv/ws/paco/plugins/claw-identity")));
     // The same for a secret: the map's directory deep in the workspace.
     let mut host = Fake::new();
     host.file("/srv/ws/paco/a/secrets/m.json");
@@ -575,31 +577,71 @@ fn what_holds_a_protected_location_in_the_workspace_is_pinned_so_it_cant_be_rena
         &OpenClawFiles::default(),
     );
     let p = plan_on(&host, &inputs, &ws_mount());
-    let (top, dir) = (pb("/srv/ws/paco/a"), pb("/srv/ws/paco/a/secrets"));
-    assert!(pos(&p, &Op::RoBind(top.clone(), top)) < pos(&p, &Op::Tmpfs(dir)));
+    assert!(has(&p, Op::Tmpfs(pb("/srv/ws/paco/a"))), "{:#?}", masks(&p));
 }
 
 #[test]
-fn a_plugin_folder_the_workspace_could_create_is_made_empty_and_read_only() {
-    // <workspace>/.openclaw/extensions: OpenClaw loads plugins from it.
-    // Missing, with no .openclaw: an empty read-only .openclaw holds it.
-    let host = Fake::new();
+fn nothing_is_bound_from_inside_a_writable_mount() {
+    // A command could swap the source for a symlink while the next sandbox
+    // is set up. OpenClaw's skill folder right in the workspace is left
+    // out; its materialized skills under the pinned .openclaw are mounted.
+    let mut host = Fake::new();
+    host.dir("/srv/ws/paco/skills");
+    host.dir("/srv/ws/paco/.openclaw/sandbox-skills/skills");
+    let mut m = ws_mount();
+    for sub in ["skills", ".openclaw/sandbox-skills/skills"] {
+        let d = Path::new(WS).join(sub);
+        m.push(Mount {
+            host: d.clone(),
+            at: d,
+            writable: false,
+        });
+    }
     let files = OpenClawFiles {
         workspaces: vec![pb(WS)],
         ..Default::default()
     };
-    let p = plan_on(&host, &inputs_for(&host, &files), &ws_mount());
-    let top = pb("/srv/ws/paco/.openclaw");
-    assert!(pos(&p, &Op::Tmpfs(top.clone())) < pos(&p, &Op::RemountRo(top)));
-    // With a .openclaw: it is pinned read-only, and nothing can be made in it.
-    let mut host = Fake::new();
-    host.dir("/srv/ws/paco/.openclaw");
-    let p = plan_on(&host, &inputs_for(&host, &files), &ws_mount());
-    let top = pb("/srv/ws/paco/.openclaw");
-    assert!(has(&p, Op::RoBind(top.clone(), top)));
-    assert!(!masks(&p)
+    let p = plan_on(&host, &inputs_for(&host, &files), &m);
+    let binds_from_ws: Vec<_> = p
+        .ops
         .iter()
-        .any(|m| m.starts_with("/srv/ws/paco/.openclaw")));
+        .filter_map(|o| match o {
+            Op::Bind(s, _) | Op::RoBind(s, _) if s.starts_with(WS) && s != Path::new(WS) => {
+                Some(s.clone())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        binds_from_ws,
+        vec![pb("/srv/ws/paco/.openclaw/sandbox-skills/skills")]
+    );
+    let pin = pb("/srv/ws/paco/.openclaw");
+    let skills = pb("/srv/ws/paco/.openclaw/sandbox-skills/skills");
+    assert!(pos(&p, &Op::Tmpfs(pin)) < pos(&p, &Op::RoBind(skills.clone(), skills)));
+}
+
+#[test]
+fn a_plugin_folder_the_workspace_could_create_is_made_empty_and_read_only() {
+    // <workspace>/.openclaw/extensions: OpenClaw loads plugins from it. Its
+    // .openclaw is pinned whether it exists or not (bwrap makes it).
+    for existing in [false, true] {
+        let mut host = Fake::new();
+        if existing {
+            host.dir("/srv/ws/paco/.openclaw/extensions");
+        }
+        let files = OpenClawFiles {
+            workspaces: vec![pb(WS)],
+            ..Default::default()
+        };
+        let p = plan_on(&host, &inputs_for(&host, &files), &ws_mount());
+        let top = pb("/srv/ws/paco/.openclaw");
+        assert!(
+            pos(&p, &Op::Tmpfs(top.clone())) < pos(&p, &Op::RemountRo(top)),
+            "{existing}"
+        );
+        assert!(!masks(&p).contains(&pb("/srv/ws/paco/.openclaw/extensions")));
+    }
 }
 
 #[test]
@@ -918,4 +960,33 @@ fn the_sandbox_options_are_checked() {
     ] {
         assert!(crate::options::Options::from_json(bad).is_err(), "{bad}");
     }
+}
+
+#[test]
+fn other_agents_workspaces_are_hidden_and_pinned_inside_this_one() {
+    // agents.defaults.workspace: the owner's workspace is D, another's D/<id>.
+    let mut host = Fake::new();
+    host.file("/srv/ws/paco/notes.md");
+    host.file("/srv/ws/paco/pepito/diary.md");
+    host.file("/srv/ws/atlas/x");
+    let mut inputs = inputs_for(&host, &OpenClawFiles::default());
+    inputs
+        .hidden
+        .extend([pb(WS), pb("/srv/ws/paco/pepito"), pb("/srv/ws/atlas")]);
+    let p = plan_on(&host, &inputs, &ws_mount());
+    // Its own shows, writable (no hide under it, no remount of it); the one
+    // inside it is an empty mount point; the other one is hidden.
+    assert!(has(&p, Op::Bind(pb(WS), pb(WS))));
+    assert!(!has(&p, Op::Tmpfs(pb(WS))) && !has(&p, Op::RemountRo(pb(WS))));
+    assert!(pos(&p, &Op::Bind(pb(WS), pb(WS))) < pos(&p, &Op::Tmpfs(pb("/srv/ws/paco/pepito"))));
+    assert!(has(&p, Op::Tmpfs(pb("/srv/ws/atlas"))));
+    // In pepito's sandbox, the owner's workspace around it is hidden first.
+    let m = vec![Mount {
+        host: "/srv/ws/paco/pepito".into(),
+        at: "/srv/ws/paco/pepito".into(),
+        writable: true,
+    }];
+    let p = plan(&host, &inputs, &m, Path::new("/srv/ws/paco/pepito"), vec![]).unwrap();
+    let own = pb("/srv/ws/paco/pepito");
+    assert!(pos(&p, &Op::Tmpfs(pb(WS))) < pos(&p, &Op::Bind(own.clone(), own)));
 }
