@@ -419,6 +419,34 @@ describe('with sandbox.network "host"', () => {
   });
 });
 
+describe('registration', () => {
+  test('the plugin registers the backend in its full registration only, and takes it back when disabled', async () => {
+    const { registerSandbox, BACKEND_ID } = await import(new URL('../lib/sandbox.js', import.meta.url));
+    const registered = [];
+    const sdk = {
+      registerSandboxBackend: (id, registration) => {
+        registered.push({ id, registration, live: true });
+        return () => (registered.at(-1).live = false);
+      },
+    };
+    const api = (mode) => {
+      const lifecycles = [];
+      return { registrationMode: mode, logger: { warn() {}, error() {} }, lifecycle: { registerRuntimeLifecycle: (l) => lifecycles.push(l) }, lifecycles };
+    };
+    const discovery = api('discovery');
+    await registerSandbox(discovery, {}, async () => sdk);
+    assert.deepEqual(registered, []);
+    const full = api('full');
+    await registerSandbox(full, {}, async () => sdk);
+    assert.equal(registered.length, 1);
+    assert.equal(registered[0].id, BACKEND_ID);
+    assert.equal(typeof registered[0].registration.factory, 'function');
+    assert.equal(typeof registered[0].registration.manager.describeRuntime, 'function');
+    full.lifecycles[0].cleanup({ reason: 'disable' });
+    assert.equal(registered[0].live, false);
+  });
+});
+
 // ---------------------------------------------------------------------------
 // Refusals: the backend says why and what to do, and nothing runs, in the
 // sandbox or on the host.

@@ -208,8 +208,9 @@ export function createSandboxBackend({ native, sdk, logger }) {
  * (`registrationMode` "full", as OpenClaw's crabbox does), and takes it back
  * when the plugin is disabled or restarts. OpenClaw's loader resolves the
  * SDK for plugins; outside OpenClaw there is none, and nothing registers.
+ * Returns a promise that settles once it is registered (or not).
  */
-export function registerSandbox(api, native) {
+export function registerSandbox(api, native, loadSdk = () => import('openclaw/plugin-sdk/sandbox')) {
   if (api.registrationMode !== 'full') return;
   let unregister;
   let dropped = false;
@@ -223,7 +224,7 @@ export function registerSandbox(api, native) {
       }
     },
   });
-  import('openclaw/plugin-sdk/sandbox').then(
+  return loadSdk().then(
     (sdk) => {
       if (dropped) return;
       unregister = sdk.registerSandboxBackend(BACKEND_ID, createSandboxBackend({ native, sdk, logger: api.logger }));
