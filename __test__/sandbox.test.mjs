@@ -25,6 +25,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { entryFile } from './helpers/subject.mjs';
+import { leaks } from './helpers/leaks.mjs';
 import { randomToken } from './helpers/support.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -39,44 +40,6 @@ const bwrap = spawnSync('sh', ['-c', 'command -v bwrap'], { encoding: 'utf8' }).
 
 /** A secret made here: a token-shaped hex string the leak guard knows. */
 const secret = () => randomToken();
-
-// ---------------------------------------------------------------------------
-// What a leak looks like: any 16 characters of a secret, as written (any
-// case), reversed, in hex (spaced or not) or in base64 (at each of the three
-// alignments a file can put it at).
-
-function pieces(secrets) {
-  const lower = new Map();
-  const exact = new Map();
-  const add = (map, text, owner) => {
-    for (let i = 0; i + 16 <= text.length; i++) map.set(text.slice(i, i + 16), owner);
-  };
-  for (const [owner, s] of Object.entries(secrets)) {
-    add(lower, s.toLowerCase(), owner);
-    add(lower, [...s].reverse().join('').toLowerCase(), owner);
-    add(lower, Buffer.from(s).toString('hex'), owner);
-    for (let k = 0; k < 3; k++) add(exact, Buffer.from(' '.repeat(k) + s).toString('base64').slice(4, -4), owner);
-  }
-  return { lower, exact };
-}
-
-/** The owners of the secrets `text` shows a piece of (never the pieces). */
-function leaks(text, secrets) {
-  const { lower, exact } = pieces(secrets);
-  const found = new Set();
-  const scan = (t, map) => {
-    for (let i = 0; i + 16 <= t.length; i++) {
-      const o = map.get(t.slice(i, i + 16));
-      if (o) found.add(o);
-    }
-  };
-  const s = String(text);
-  for (const t of [s, s.replace(/\s+/g, '')]) {
-    scan(t.toLowerCase(), lower);
-    scan(t, exact);
-  }
-  return [...found].sort();
-}
 
 // ---------------------------------------------------------------------------
 // A gateway's host, for one user.

@@ -145,8 +145,10 @@ export function createSandboxBackend({ native, sdk, logger }) {
 
       /** OpenClaw spawns what this returns (`prepareSpawnSpec`, `bash-tools.exec-runtime-*.mjs`). */
       async buildExecSpec({ command, workdir: cwd, env, usePty }) {
+        // OpenClaw passes usePty false for every sandboxed exec; the ask
+        // reaches here as rule sandbox-pty's marker in env (core/src/rules/sandbox_pty.rs).
         const s = spawnSpec({ workdir: cwd, run: { command, pty: usePty === true }, env: env ?? {} });
-        return { argv: s.argv, env: s.env, cwd: workdir, stdinMode: usePty ? 'pipe-open' : 'pipe-closed' };
+        return { argv: s.argv, env: s.env, cwd: workdir, stdinMode: s.pty ? 'pipe-open' : 'pipe-closed' };
       },
 
       /** The file bridge's helpers (`createSandboxFsBridge`): `sh -c script openclaw-sandbox-fs args…`. */

@@ -456,10 +456,8 @@ mod tests {
         assert!(!needs_params(&e, "claw-os__claw_notes"));
         assert!(!needs_params(&e, "workboard_read"));
         assert!(needs_params(&e, "read") && needs_params(&e, "apply_patch"));
-        assert!(
-            !needs_params(&e, "exec"),
-            "exec is guarded only under strict"
-        );
+        // exec's `pty` and `env`: rule sandbox-pty passes the ask for a terminal on.
+        assert_eq!(e.route("exec").map(|r| r.reads), Some(&["pty", "env"][..]));
         let off = engine(
             &json!({"tokenMapPath": "/m.json", "protectMap": "off", "rules": {
                 "crossUserSend": {"enabled": false}, "spawnRedirect": {"enabled": false},
@@ -468,8 +466,54 @@ mod tests {
             }})
             .to_string(),
         );
-        assert!(off.routed_tools().is_empty());
+        let mut left = off.routed_tools();
+        left.retain(|t| !map_access::EXEC_TOOLS.contains(t));
+        assert!(left.is_empty(), "{left:?}");
         assert!(off.concerns("claw-os__x"));
+    }
+
+    #[test]
+    fn an_exec_that_asks_for_a_terminal_carries_the_sandboxs_marker_in_its_env() {
+        let e = rules_engine(json!({}));
+        let d = assert_idempotent(
+            &e,
+            "exec",
+            "paco--francis",
+            FRANCIS_MAIN,
+            p(json!({"command": "top", "pty": true, "env": {"A": "b"}})),
+        );
+        assert_eq!(
+            sets(&e, &d),
+            vec![(
+                "env".into(),
+                json!({"A": "b", crate::sandbox::PTY_MARKER: "1"})
+            )]
+        );
+        for params in [
+            json!({"command": "ls"}),
+            json!({"command": "ls", "pty": false}),
+            json!({"command": "ls", "pty": true, "env": "x"}),
+        ] {
+            let d = decide_on(
+                &e,
+                empty_map(),
+                "exec",
+                Some("paco--francis"),
+                None,
+                pp(params.clone()),
+            );
+            assert_eq!(d.verdict, Verdict::Pass, "{params}");
+        }
+        // process has no terminal to ask for.
+        let d = decide_on(
+            &e,
+            empty_map(),
+            "process",
+            None,
+            None,
+            pp(json!({"action": "poll", "pty": true})),
+        );
+        assert_eq!(d.verdict, Verdict::Pass);
     }
 
     #[test]

@@ -40,6 +40,10 @@ pub use probe::{probe, Probe};
 /// The backend's id, as `agents.*.sandbox.backend` selects it.
 pub const BACKEND_ID: &str = "claw-identity";
 
+/// The variable rule `sandbox-pty` sets in the env of an `exec` that asks
+/// for a terminal: the one way that ask reaches a backend.
+pub const PTY_MARKER: &str = "CLAW_IDENTITY_SANDBOX_PTY";
+
 /// `sandbox.network`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -963,6 +967,9 @@ pub struct Request {
 pub struct Spawn {
     pub argv: Vec<String>,
     pub env: std::collections::BTreeMap<String, String>,
+    /// The command runs in a terminal: its stdin stays open (OpenClaw's
+    /// `stdinMode` "pipe-open", as for a PTY on the host).
+    pub pty: bool,
 }
 
 impl SessionRequest {
@@ -1008,9 +1015,19 @@ pub fn spawn_for(
             ))
         }
     };
+    // The ask for a terminal, as rule sandbox-pty passed it on; not a variable of the command's.
+    let pty_asked = req.env.get(PTY_MARKER).is_some_and(|v| v == "1");
+    let run = match run {
+        Run::Shell { command, pty } => Run::Shell {
+            command,
+            pty: pty || pty_asked,
+        },
+        other => other,
+    };
     let env = env(
         req.env
             .iter()
+            .filter(|(k, _)| k.as_str() != PTY_MARKER)
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
         holds_token,
@@ -1020,6 +1037,7 @@ pub fn spawn_for(
         .find(|(k, _)| k == "PATH")
         .map(|(_, v)| v.clone())
         .unwrap_or(path);
+    let pty = matches!(run, Run::Shell { pty: true, .. });
     let command = command(host, &run, &env_path)?;
     let mounts = req.session.openclaw().mounts(&req.session.workdir);
     // Whatever OpenClaw's config says of workspaces, this session's writable
@@ -1048,5 +1066,6 @@ pub fn spawn_for(
     Ok(Spawn {
         argv,
         env: env.into_iter().collect(),
+        pty,
     })
 }

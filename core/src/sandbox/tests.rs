@@ -990,3 +990,26 @@ fn other_agents_workspaces_are_hidden_and_pinned_inside_this_one() {
     let own = pb("/srv/ws/paco/pepito");
     assert!(pos(&p, &Op::Tmpfs(pb(WS))) < pos(&p, &Op::Bind(own.clone(), own)));
 }
+
+#[test]
+fn the_terminal_marker_of_rule_sandbox_pty_becomes_a_pty_and_leaves_the_env() {
+    let mut host = Fake::new();
+    host.file("/usr/bin/bwrap");
+    host.programs.insert(pb("/usr/bin/script"));
+    let opts = SandboxOptions {
+        bwrap: Some(pb("/usr/bin/bwrap")),
+        ..Default::default()
+    };
+    let req: Request = serde_json::from_value(serde_json::json!({
+        "session": {"workspaceDir": WS, "agentWorkspaceDir": WS, "workspaceAccess": "rw", "workdir": WS},
+        "run": {"command": "top"},
+        "env": {"PATH": "/usr/bin", PTY_MARKER: "1"}
+    }))
+    .unwrap();
+    let inputs = inputs_for(&host, &OpenClawFiles::default());
+    let s = spawn_for(&host, &opts, &inputs, &req, |_| false).unwrap();
+    let dd = s.argv.iter().position(|a| a == "--").unwrap();
+    assert_eq!(s.argv[dd + 1], "/usr/bin/script");
+    assert!(!s.env.contains_key(PTY_MARKER));
+    assert!(s.pty);
+}
