@@ -235,14 +235,14 @@ impl Layer {
             e.protected_locations(),
             &e.workspaces(),
             &e.options().sandbox,
-            &crate::sandbox::LiveHost,
+            &crate::sandbox::LiveHost::new(),
         )
     }
 
     /// Whether the sandbox backend can run here (`crate::sandbox::probe`).
     pub fn sandbox_probe(&self) -> crate::sandbox::Probe {
         crate::sandbox::probe(
-            &crate::sandbox::LiveHost,
+            &crate::sandbox::LiveHost::new(),
             &self.shared.engine.options().sandbox,
             &self.sandbox_inputs(),
             &crate::sandbox::gateway_path(),
@@ -257,7 +257,7 @@ impl Layer {
     ) -> Result<crate::sandbox::Spawn, crate::sandbox::Refusal> {
         let redactor = self.redactor();
         crate::sandbox::spawn_for(
-            &crate::sandbox::LiveHost,
+            &crate::sandbox::LiveHost::new(),
             &self.shared.engine.options().sandbox,
             &self.sandbox_inputs(),
             req,

@@ -414,7 +414,7 @@ pub(crate) fn sandbox_probe(c: &OpenClawConfig, opts: &crate::options::Options) 
     let engine = crate::engine::Engine::new(opts.clone());
     let table = c.agent_fs();
     engine.set_openclaw_facts(table.clone(), &c.files(&table));
-    let host = sandbox::LiveHost;
+    let host = sandbox::LiveHost::new();
     let inputs = sandbox::inputs(
         engine.protected_locations(),
         &engine.workspaces(),

@@ -7,8 +7,18 @@ use std::path::{Path, PathBuf};
 use super::{Entry, HostView, Kind};
 use crate::sys;
 
-/// The live host.
-pub struct LiveHost;
+/// The live host. `/proc/self/mountinfo` is read once per `LiveHost`
+/// (one plan), however many paths ask for their aliases.
+#[derive(Default)]
+pub struct LiveHost {
+    mounts: std::sync::OnceLock<Vec<MountLine>>,
+}
+
+impl LiveHost {
+    pub fn new() -> LiveHost {
+        LiveHost::default()
+    }
+}
 
 impl HostView for LiveHost {
     fn root_entries(&self) -> Vec<(OsString, Entry)> {
@@ -70,8 +80,10 @@ impl HostView for LiveHost {
     }
 
     fn aliases(&self, real: &Path) -> Vec<PathBuf> {
-        let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-        aliases_in(&parse_mountinfo(&text), real)
+        let mounts = self.mounts.get_or_init(|| {
+            parse_mountinfo(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default())
+        });
+        aliases_in(mounts, real)
     }
 
     fn program(&self, name: &str, path: &str) -> Option<PathBuf> {
