@@ -88,9 +88,11 @@ describe("the claw-identity sandbox in a real gateway", () => {
     return { res, results, tag };
   }
 
-  it("exec runs in francis's own workspace, in the sandbox, and writes there", async () => {
+  it("exec runs in francis's own workspace, in the sandbox, and writes there; write, edit and read work through the bridge", async () => {
     const { results } = await play(FRANCIS, "work");
-    assert.equal(results.length, 1, `francis made ${results.length} exec calls; model errors: ${s.model.errors.join("; ")}`);
+    assert.equal(results.length, 4, `francis made ${results.length} calls; model errors: ${s.model.errors.join("; ")}`);
+    assert.match(results[3], /edited-through-the-bridge/, results.map((r) => h.scrub(r).slice(0, 200)).join(" | "));
+    assert.equal(fs.readFileSync(path.join(s.workspace, "written.md"), "utf8"), "edited-through-the-bridge\n");
     assert.match(results[0], /made-in-the-sandbox/);
     assert.ok(results[0].includes(fs.realpathSync(s.workspace)), h.scrub(results[0]).slice(0, 600));
     // Its own PID namespace: the shell's parent is PID 1, bwrap's.
@@ -100,7 +102,7 @@ describe("the claw-identity sandbox in a real gateway", () => {
 
   it("dali (workspaceAccess \"none\") runs in its sandbox copy, not in its workspace", async () => {
     const { results } = await play(DALI, "work");
-    assert.equal(results.length, 1);
+    assert.equal(results.length, 4);
     assert.match(results[0], /made-in-the-sandbox/);
     assert.ok(results[0].includes(path.join(fs.realpathSync(s.run.state), "sandboxes")), h.scrub(results[0]).slice(0, 600));
     assert.equal(fs.existsSync(path.join(s.run.workspaces, DALI, "made.txt")), false);
@@ -115,7 +117,7 @@ describe("the claw-identity sandbox in a real gateway", () => {
     // empty; the search over the whole run found francis's own file.
     assert.match(results[0], /^\.\.?$/m, h.scrub(results[0]).slice(0, 300));
     assert.doesNotMatch(results[0], /agent-tokens\.json/);
-    assert.match(results[5], /made-in-the-sandbox/, h.scrub(results[5]).slice(0, 300));
+    assert.ok(results[5].includes(path.join(fs.realpathSync(s.workspace), "made.txt")), h.scrub(results[5]).slice(0, 300));
   });
 
   it("writing the config, start-up files and the plugin fails, and OpenClaw's config is unchanged", async () => {
@@ -142,16 +144,20 @@ describe("the claw-identity sandbox in a real gateway", () => {
     assert.match(results[0], /pty=\/dev\/pts\/\d+/, h.scrub(results[0]).slice(0, 400));
     assert.ok(sessionIdIn(results[1]), `no session id in ${h.scrub(results[1]).slice(0, 400)}`);
     assert.match(results.slice(2).join("\n"), /got-hello/, results.slice(2).map((r) => h.scrub(r).slice(0, 300)).join(" | "));
-    // Killed: no process of it is left on the host.
-    const left = [];
-    for (const pid of fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
-      try {
-        if (fs.readFileSync(`/proc/${pid}/cmdline`, "latin1").includes(`sleep-${tag}`)) left.push(pid);
-      } catch {
-        /* gone */
+    // Killed: no process of it is left on the host (OpenClaw's kill is
+    // asynchronous: it signals, then escalates; the wait is a safety net).
+    const left = () => {
+      const out = [];
+      for (const pid of fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
+        try {
+          if (fs.readFileSync(`/proc/${pid}/cmdline`, "latin1").includes(`sleep-${tag}`)) out.push(pid);
+        } catch {
+          /* gone */
+        }
       }
-    }
-    assert.deepEqual(left, [], "the killed background command is still running");
+      return out;
+    };
+    await h.waitFor(() => left().length === 0, { timeoutMs: 60_000, intervalMs: 200, what: "the killed background command to end" });
   });
 
   it("no token, nor any piece of one (reversed, hex, base64), in any request OpenClaw sent to the model", () => {
@@ -192,14 +198,24 @@ function scripts(st) {
   const exec = (command, extra = {}) => ({ call: "exec", args: () => ({ command: typeof command === "function" ? command() : command, ...extra }) });
   const node = (js, ...args) => `'${process.execPath}' -e '${js}' ${args.join(" ")}`;
   return {
-    work: [exec(`echo made-in-the-sandbox > made.txt && cat made.txt && pwd -P && echo "ppid=$PPID"`)],
+    work: [
+      exec(`echo made-in-the-sandbox > made.txt && cat made.txt && pwd -P && echo "ppid=$PPID"`),
+      // The file tools go through OpenClaw's sandbox file bridge: writes run in the sandbox.
+      { call: "write", args: () => ({ path: "written.md", content: "written-through-the-bridge\n" }) },
+      { call: "edit", args: () => ({ path: "written.md", edits: [{ oldText: "written", newText: "edited" }] }) },
+      { call: "read", args: () => ({ path: "written.md" }) },
+    ],
     escape: [
       exec(`ls -a '${st.mapDir}'`),
       exec(`cat '${st.map}'`),
       exec(`base64 '${st.map}'; rev '${st.map}'; od -An -tx1 '${st.map}'; xxd -p '${st.map}'`),
       exec(`cat /proc/1/root'${st.map}' /proc/$PPID/root'${st.map}'; for p in /proc/[0-9]*; do cat $p/environ; done 2>&1`),
       exec(`cat '${st.run.configPath}' '${st.run.state}'/credentials/* 2>&1; env`),
-      exec(`find '${st.run.root}' -type f -exec cat {} + 2>/dev/null | head -c 200000`),
+      // Everything under the run but the plugin's own (large) files.
+      exec(() => {
+        const find = `find '${st.run.root}' -path '${path.join(st.run.root, "plugin")}' -prune -o -type f`;
+        return `${find} -print 2>/dev/null | grep -c .; ${find} -name made.txt -print; ${find} -exec cat {} + 2>/dev/null | head -c 200000`;
+      }),
       exec(`cat '${path.join(st.run.workspaces, ATLAS, "notes.md")}'`),
       exec(`umount '${st.mapDir}'; unshare -Urm cat '${st.map}'; nsenter -t 1 -m cat '${st.map}'`),
     ],
