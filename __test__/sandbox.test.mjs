@@ -473,9 +473,10 @@ describe('refusals', () => {
     }
   });
 
-  test('a workspace that holds the home directory is refused', () => {
+  test('a workspace that holds the home directory is refused at the start of the session', () => {
     const out = runChild(null, s.L, { commands: s.commands, workspace: s.L.base });
-    assert.match(out.results[0]?.specError ?? '', /holds a home directory of the gateway's user/);
+    assert.match(out.factoryError, /holds a home directory of the gateway's user.*did not run/s);
+    assert.deepEqual(out.results, []);
     nothingRan();
   });
 

@@ -95,12 +95,6 @@ export function createSandboxBackend({ native, sdk, logger }) {
 
   /** `factory(params)` (`context-*.mjs`, `resolveProvisionedSandboxContext`). */
   async function factory(params) {
-    if ((params.cfg?.docker?.binds?.length ?? 0) > 0) {
-      throw refuse(
-        'agents.*.sandbox.docker.binds is set; this backend mounts only the workspace OpenClaw gives it.',
-        'remove sandbox.docker.binds for agents that use the claw-identity backend',
-      );
-    }
     const status = native.sandboxProbe();
     if (!status.ok) throw refuse(status.reason, status.fix);
     const workdir = native.sandboxWorkdir(params.workspaceDir);
@@ -120,6 +114,7 @@ export function createSandboxBackend({ native, sdk, logger }) {
       workdir,
       skillMounts,
       resourceMounts: (params.readOnlyResourceMounts ?? []).map(({ hostPath, containerPath }) => ({ hostPath, containerPath })),
+      binds: params.cfg?.docker?.binds ?? [],
     };
     const runtimeId = `claw-identity-${createHash('sha256').update(String(params.scopeKey)).digest('hex').slice(0, 12)}`;
     const spawnSpec = (request) => {
@@ -129,6 +124,14 @@ export function createSandboxBackend({ native, sdk, logger }) {
         throw new Error(`${err.message} (The command did not run, in the sandbox or on the host.)`);
       }
     };
+    // The session itself, checked now (a workspace that holds a home, binds
+    // the backend won't make): the turn is refused at its start, not at its first exec.
+    try {
+      native.sandboxSpawn({ session, run: { command: 'true' }, env: {} });
+    } catch (err) {
+      logger?.error?.(`[claw-identity] the sandbox backend refused a session: ${err.message}`);
+      throw new Error(`${err.message} (The command did not run, in the sandbox or on the host.)`);
+    }
 
     return {
       id: BACKEND_ID,

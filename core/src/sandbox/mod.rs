@@ -935,6 +935,9 @@ pub struct SessionRequest {
     pub skill_mounts: Vec<PathPair>,
     #[serde(default)]
     pub resource_mounts: Vec<PathPair>,
+    /// `sandbox.docker.binds`: this backend makes none.
+    #[serde(default)]
+    pub binds: Vec<String>,
 }
 
 /// What to run: `command` (exec's, with `pty`), or `script` and `args`
@@ -997,6 +1000,12 @@ pub fn spawn_for(
     req: &Request,
     holds_token: impl Fn(&str) -> bool,
 ) -> Result<Spawn, Refusal> {
+    if !req.session.binds.is_empty() {
+        return Err(refuse(
+            "sandbox.docker.binds is set; this backend mounts only the workspace OpenClaw gives it.",
+            "remove agents.*.sandbox.docker.binds for agents that use the claw-identity backend, or hide what they must not see with the plugin's sandbox.hide",
+        ));
+    }
     let path = gateway_path();
     let bwrap = probe::find_bwrap(host, opts, &path)?;
     let run = match (&req.run.command, &req.run.script) {

@@ -893,7 +893,7 @@ fn the_request_from_the_plugin_is_read_strictly() {
     .unwrap();
     assert_eq!(ok.session.workspace_access, WorkspaceAccess::Rw);
     assert!(serde_json::from_value::<Request>(serde_json::json!({
-        "session": {"workspaceDir": WS, "agentWorkspaceDir": WS, "workdir": WS, "binds": ["/:/h"]},
+        "session": {"workspaceDir": WS, "agentWorkspaceDir": WS, "workdir": WS, "tmpfs": ["/x"]},
         "run": {"command": "ls"}
     }))
     .is_err());
@@ -1012,4 +1012,23 @@ fn the_terminal_marker_of_rule_sandbox_pty_becomes_a_pty_and_leaves_the_env() {
     assert_eq!(s.argv[dd + 1], "/usr/bin/script");
     assert!(!s.env.contains_key(PTY_MARKER));
     assert!(s.pty);
+}
+
+#[test]
+fn docker_binds_are_refused() {
+    let host = Fake::new();
+    let req: Request = serde_json::from_value(serde_json::json!({
+        "session": {"workspaceDir": WS, "agentWorkspaceDir": WS, "workdir": WS, "binds": ["/srv:/srv:ro"]},
+        "run": {"command": "ls"}
+    }))
+    .unwrap();
+    let r = spawn_for(
+        &host,
+        &SandboxOptions::default(),
+        &inputs_for(&host, &OpenClawFiles::default()),
+        &req,
+        |_| false,
+    )
+    .unwrap_err();
+    assert!(r.why.contains("sandbox.docker.binds"), "{r}");
 }
