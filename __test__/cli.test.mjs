@@ -54,10 +54,14 @@ const header = (map, cfg) =>
 const gateOk = (fileMode = '0600', dirMode = '0700') =>
   `ok    map file: passes the permission gate (mode ${fileMode}, owner uid ${UID}; directory mode ${dirMode})\n`;
 const ONE_PROBLEM = '1 problem stops token injection; fix it and run doctor again\n';
-/** Doctor's finding for an agent with a shell on the host (no sandbox configured). */
+/**
+ * Doctor's finding for an agent with a shell on the host (no sandbox
+ * configured): bubblewrap works here (CI installs it), so the fix it names
+ * first is claw-identity's own sandbox.
+ */
 const exposure = (agent, map) =>
   `warn  map exposure: agent "${agent}" has exec, process and it runs on the host without OpenClaw's sandbox (agents.defaults.sandbox.mode is "off"): a shell can read the token map ${map} (cat, base64, a script), which no path check or redaction can stop\n` +
-  `      fix: openclaw config set agents.entries.${agent}.sandbox.mode all (and no sandbox bind over ${path.dirname(map)}); or take the shell away: add "group:runtime" to agents.entries.${agent}.tools.deny; or protectMap: "strict" in the plugin's config, which blocks exec and process for agents outside the sandbox\n`;
+  `      fix: openclaw config set agents.entries.${agent}.sandbox '{"mode":"all","backend":"claw-identity"}' --strict-json (bubblewrap works here: every command then sees the host read-only, without the map, OpenClaw's config or the gateway); or openclaw config set agents.entries.${agent}.sandbox.mode all (and no sandbox bind over ${path.dirname(map)}); or take the shell away: add "group:runtime" to agents.entries.${agent}.tools.deny; or protectMap: "strict" in the plugin's config, which blocks exec and process for agents outside the sandbox\n`;
 
 /** Doctor's finding for agents with a shell on the host and exec completion notices on (the default). */
 const notices = (...agents) =>

@@ -62,6 +62,7 @@ test('every option in the configSchema is one the layer accepts, and no other', 
     pollIntervalMs: 100,
     protectMap: 'strict',
     rules: {},
+    sandbox: { network: 'host', bwrap: '/usr/bin/bwrap', hide: ['/srv/secrets'] },
   };
   assert.deepEqual(props, Object.keys(samples).sort());
   const layer = new IdentityLayer({ ...samples, logger: captureLogger().logger });

@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { registerSandbox } from './sandbox.js';
 import { registerCommands, registerOperatorSurfaces, registerWatcherService } from './surfaces.js';
 
 const PLUGIN_ID = 'claw-identity';
@@ -115,6 +116,8 @@ export function createPlugin({ api: lib, native, watchers }) {
       api.on('tool_result_persist', native.redactPersisted, { priority: PERSIST_PRIORITY });
       api.on('before_message_write', native.redactPersisted, { priority: PERSIST_PRIORITY });
       registerOperatorSurfaces(api, native, lib);
+      // The `claw-identity` sandbox backend (bubblewrap), for agents that select it.
+      registerSandbox(api, native);
       if (api.registrationMode === 'full') {
         registerWatcherService(api, native, configure, layer, watchers);
         api.logger.info(`[claw-identity] ${describe(lib.buildInfo)}; identity is enforced by ${tier}`);

@@ -444,3 +444,79 @@ impl IdentityLayer {
         IdentityLayer { inner }
     }
 }
+
+// ---- the `claw-identity` sandbox backend ----
+// What the plugin's backend (lib/sandbox.js) asks of the layer in force:
+// every path, mask and flag of the bwrap command line is decided in
+// `claw_identity_core::sandbox`, on the same protected locations the
+// layer's file-tool guard uses.
+
+fn sandboxed_layer(env: &Env) -> Result<Rc<JsLayer>> {
+    ThreadState::of(env)?.current().ok_or_else(|| {
+        Error::from_reason(
+            "claw-identity: the sandbox needs the layer's protected locations, and no layer is configured",
+        )
+    })
+}
+
+/// Whether the sandbox can run here.
+#[napi(object)]
+pub struct SandboxStatus {
+    pub ok: bool,
+    /// The bwrap found, where one was.
+    pub bwrap: Option<String>,
+    /// Why it can't run, and what the operator does.
+    pub reason: Option<String>,
+    pub fix: Option<String>,
+}
+
+/// Runs one sandboxed command with every mask and flag and checks that it
+/// sees no token map: `{ ok, bwrap, reason, fix }`.
+#[napi(catch_unwind)]
+pub fn sandbox_probe(env: Env) -> Result<SandboxStatus> {
+    let p = sandboxed_layer(&env)?.layer.sandbox_probe();
+    let (reason, fix) = match p.result {
+        Ok(()) => (None, None),
+        Err(r) => (Some(r.why), Some(r.fix)),
+    };
+    Ok(SandboxStatus {
+        ok: reason.is_none(),
+        bwrap: p.bwrap.map(|b| b.display().to_string()),
+        reason,
+        fix,
+    })
+}
+
+/// Where a workspace shows in the sandbox: its real path.
+#[napi(catch_unwind)]
+pub fn sandbox_workdir(workspace_dir: String) -> Result<String> {
+    claw_identity_core::sys::canonicalize(std::path::Path::new(&workspace_dir))
+        .map(|p| p.display().to_string())
+        .map_err(|e| {
+            Error::from_reason(format!(
+                "claw-identity: sandbox workspace {workspace_dir}: {e}"
+            ))
+        })
+}
+
+/// The bwrap command line and environment for one command:
+/// `{ argv, env }`. Throws with why and what to do where it can't run.
+#[napi(
+    catch_unwind,
+    ts_return_type = "{ argv: string[]; env: Record<string, string> }"
+)]
+pub fn sandbox_spawn(env: Env, request: serde_json::Value) -> Result<serde_json::Value> {
+    let req: claw_identity_core::sandbox::Request =
+        serde_json::from_value(request).map_err(|e| invalid(format!("sandbox request: {e}")))?;
+    let spawn = sandboxed_layer(&env)?
+        .layer
+        .sandbox_spawn(&req)
+        .map_err(|r| Error::from_reason(format!("claw-identity sandbox: {r}")))?;
+    serde_json::to_value(spawn).map_err(|e| Error::from_reason(format!("claw-identity: {e}")))
+}
+
+/// The host PIDs whose environment holds `marker` (`NAME=value`).
+#[napi(catch_unwind)]
+pub fn sandbox_processes(marker: String) -> Vec<u32> {
+    claw_identity_core::sandbox::processes_with(&marker)
+}

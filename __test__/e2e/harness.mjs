@@ -279,10 +279,13 @@ const PROCESS_BEFORE = snapshotLocks();
 /**
  * Create an isolated run folder.
  * @param {string} name short label for the folder name
+ * @param {{base?: string}} [o] where (the system temp dir by default; the
+ *   sandbox suite's runs live under /var/tmp, since a sandbox has a /tmp
+ *   of its own and would not see a map there at all)
  */
-export async function createRun(name) {
+export async function createRun(name, { base = os.tmpdir() } = {}) {
   const rt = await openclawRuntime();
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), `claw-e2e-${name}-`));
+  const root = fs.mkdtempSync(path.join(base, `claw-e2e-${name}-`));
   fs.chmodSync(root, 0o700);
   OUR_RUN_ROOTS.add(root);
   const runId = crypto.randomBytes(8).toString("hex");

@@ -42,6 +42,9 @@ pub struct Engine {
     sessions: Known,
     /// Workspaces and sandboxing per agent, and the home directory, for `map-access`.
     fs: parking_lot::RwLock<Facts>,
+    /// Every workspace an agent may have (OpenClaw's config): the sandbox
+    /// shows each agent only its own.
+    workspaces: parking_lot::RwLock<Vec<std::path::PathBuf>>,
 }
 
 impl Engine {
@@ -55,6 +58,7 @@ impl Engine {
                 locations: Engine::locations(&opts_locations, &OpenClawFiles::default()),
                 ..Facts::default()
             }),
+            workspaces: Default::default(),
         }
     }
 
@@ -71,10 +75,22 @@ impl Engine {
     /// neither).
     pub fn set_openclaw_facts(&self, table: AgentFsTable, files: &OpenClawFiles) {
         let locations = Engine::locations(&self.opts.token_map_path, files);
+        *self.workspaces.write() = files.workspaces.clone();
         let mut fs = self.fs.write();
         fs.agents = table;
         fs.locations = locations;
         *fs.resolved.lock() = None;
+    }
+
+    /// The locations `map-access` keeps out of the agents' reach, as
+    /// configured: the sandbox masks the same ones (`crate::sandbox`).
+    pub fn protected_locations(&self) -> Vec<Location> {
+        self.fs.read().locations.clone()
+    }
+
+    /// Every workspace an agent may have, as OpenClaw's config gives them.
+    pub fn workspaces(&self) -> Vec<std::path::PathBuf> {
+        self.workspaces.read().clone()
     }
 
     /// Only the agents' workspaces and sandboxes (tests).
@@ -440,10 +456,8 @@ mod tests {
         assert!(!needs_params(&e, "claw-os__claw_notes"));
         assert!(!needs_params(&e, "workboard_read"));
         assert!(needs_params(&e, "read") && needs_params(&e, "apply_patch"));
-        assert!(
-            !needs_params(&e, "exec"),
-            "exec is guarded only under strict"
-        );
+        // exec's `pty` and `env`: rule sandbox-pty passes the ask for a terminal on.
+        assert_eq!(e.route("exec").map(|r| r.reads), Some(&["pty", "env"][..]));
         let off = engine(
             &json!({"tokenMapPath": "/m.json", "protectMap": "off", "rules": {
                 "crossUserSend": {"enabled": false}, "spawnRedirect": {"enabled": false},
@@ -452,8 +466,54 @@ mod tests {
             }})
             .to_string(),
         );
-        assert!(off.routed_tools().is_empty());
+        let mut left = off.routed_tools();
+        left.retain(|t| !map_access::EXEC_TOOLS.contains(t));
+        assert!(left.is_empty(), "{left:?}");
         assert!(off.concerns("claw-os__x"));
+    }
+
+    #[test]
+    fn an_exec_that_asks_for_a_terminal_carries_the_sandboxs_marker_in_its_env() {
+        let e = rules_engine(json!({}));
+        let d = assert_idempotent(
+            &e,
+            "exec",
+            "paco--francis",
+            FRANCIS_MAIN,
+            p(json!({"command": "top", "pty": true, "env": {"A": "b"}})),
+        );
+        assert_eq!(
+            sets(&e, &d),
+            vec![(
+                "env".into(),
+                json!({"A": "b", crate::sandbox::PTY_MARKER: "1"})
+            )]
+        );
+        for params in [
+            json!({"command": "ls"}),
+            json!({"command": "ls", "pty": false}),
+            json!({"command": "ls", "pty": true, "env": "x"}),
+        ] {
+            let d = decide_on(
+                &e,
+                empty_map(),
+                "exec",
+                Some("paco--francis"),
+                None,
+                pp(params.clone()),
+            );
+            assert_eq!(d.verdict, Verdict::Pass, "{params}");
+        }
+        // process has no terminal to ask for.
+        let d = decide_on(
+            &e,
+            empty_map(),
+            "process",
+            None,
+            None,
+            pp(json!({"action": "poll", "pty": true})),
+        );
+        assert_eq!(d.verdict, Verdict::Pass);
     }
 
     #[test]

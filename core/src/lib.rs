@@ -14,6 +14,7 @@ pub mod pipeline;
 pub mod redact;
 pub mod route;
 pub mod rules;
+pub mod sandbox;
 pub mod sessions;
 pub mod sys;
 pub mod token_map;

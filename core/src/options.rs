@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use crate::rules::map_access::ProtectMap;
 use crate::rules::RulesConfig;
+use crate::sandbox::SandboxOptions;
 
 pub const DEFAULT_TOKEN_MAP: &str = "~/.config/micelclaw/agent-tokens.json";
 pub const DEFAULT_TOOL_PREFIX: &str = "claw-os__";
@@ -52,6 +53,8 @@ struct RawOptions {
     protect_map: Option<ProtectMap>,
     #[serde(default)]
     rules: RulesConfig,
+    #[serde(default)]
+    sandbox: SandboxOptions,
 }
 
 /// Every option the layer accepts, in the spelling users write.
@@ -66,6 +69,7 @@ pub const KNOWN_OPTIONS: &[&str] = &[
     "pollIntervalMs",
     "protectMap",
     "rules",
+    "sandbox",
     "logger",
 ];
 
@@ -82,6 +86,8 @@ pub struct Options {
     /// How far the agents' own tools are kept from the map (rule `map-access`).
     pub protect_map: ProtectMap,
     pub rules: RulesConfig,
+    /// The `claw-identity` sandbox backend (`crate::sandbox`).
+    pub sandbox: SandboxOptions,
 }
 
 fn expand_home(path: &str) -> Result<PathBuf, String> {
@@ -173,6 +179,18 @@ impl Options {
         if poll_interval_ms == 0 {
             return Err("pollIntervalMs must be at least 1".into());
         }
+        if let Some(b) = raw.sandbox.bwrap.as_ref().filter(|b| !b.is_absolute()) {
+            return Err(format!(
+                "sandbox.bwrap must be an absolute path, not \"{}\"",
+                b.display()
+            ));
+        }
+        if let Some(h) = raw.sandbox.hide.iter().find(|h| !h.is_absolute()) {
+            return Err(format!(
+                "sandbox.hide holds \"{}\", which is not an absolute path",
+                h.display()
+            ));
+        }
         raw.rules.validate()?;
         raw.rules.validate_with(&token_param)?;
 
@@ -187,6 +205,7 @@ impl Options {
             poll_interval_ms,
             protect_map: raw.protect_map.unwrap_or_default(),
             rules: raw.rules,
+            sandbox: raw.sandbox,
         })
     }
 }

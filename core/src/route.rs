@@ -16,8 +16,8 @@ use rustc_hash::FxBuildHasher;
 use crate::options::Options;
 use crate::rules::map_access::{self, ProtectMap};
 use crate::rules::{
-    auth_token, cross_user_send, layer_controls, session_access, token_text, workboard_scope,
-    Context, Decide, Decision, ToolCall,
+    auth_token, cross_user_send, layer_controls, sandbox_pty, session_access, token_text,
+    workboard_scope, Context, Decide, Decision, ToolCall,
 };
 
 pub struct Route {
@@ -133,6 +133,19 @@ fn spawn<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decision<'
         return d;
     }
     token_text::scan(cross_user_send::spawn(cx, call), cx, call, "task")
+}
+
+/// `exec`, `process`: refused outside a sandbox under `protectMap:
+/// "strict"` (map-access); else an exec that asks for a terminal carries
+/// the claw-identity sandbox's marker for one (sandbox-pty).
+fn shell<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
+    if protect_strict(cx.opts) {
+        let d = map_access::exec(cx, call, route);
+        if d.is_block() {
+            return d;
+        }
+    }
+    sandbox_pty::decide(cx, call, route)
 }
 
 /// The owned tools (`toolPrefix`): auth-token, then conversation-id. They
@@ -324,10 +337,10 @@ pub static ROUTES: &[Route] = &[
     Route {
         tools: &map_access::EXEC_TOOLS,
         rule: map_access::RULE_ID,
-        reads: &[],
+        reads: sandbox_pty::READS,
         scans: &[],
-        decide: map_access::exec,
-        on: protect_strict,
+        decide: shell,
+        on: always,
         derived: false,
     },
     Route {
@@ -438,9 +451,14 @@ mod tests {
             "delegationSession": {"enabled": false}, "workboardScope": {"enabled": false},
             "conversationId": {"enabled": false}, "layerControls": {"enabled": false},
         }})));
-        assert_eq!(off.tools().count(), 0);
+        // Only the shells stay: sandbox-pty has no switch.
+        let left: Vec<&str> = off.tools().collect();
+        assert!(
+            left.iter().all(|t| map_access::EXEC_TOOLS.contains(t)),
+            "{left:?}"
+        );
         let on = Router::new(&opts(json!({})));
-        assert!(on.route("read").is_some() && on.route("exec").is_none());
+        assert!(on.route("read").is_some() && on.route("exec").is_some());
         let strict = Router::new(&opts(json!({"protectMap": "strict"})));
         assert!(strict.route("exec").is_some());
     }

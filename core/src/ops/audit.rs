@@ -260,7 +260,27 @@ pub fn run(config_path: &Path, live: Option<&Live>) -> Vec<Finding> {
         Some("Nothing to change: this lists what is guarded. To see why a given call is refused, run claw-identity explain --tool <tool> --agent <id> --params '<json>' --config <openclaw.json>.".to_owned()),
     ));
 
-    for check in doctor::exposure_checks(&c, map_path, opts.protect_map) {
+    let probe = doctor::sandbox_probe(&c, &opts);
+    for check in doctor::sandbox_checks(&c, &opts.sandbox, &probe) {
+        match check.status {
+            Status::Fail => out.push(finding(
+                "sandbox_unavailable",
+                Severity::Warn,
+                "an agent's claw-identity sandbox can't run here, so its turns fail",
+                check.message,
+                check.fix,
+            )),
+            Status::Warn => out.push(finding(
+                "sandbox_network_host",
+                Severity::Warn,
+                "sandboxed commands share the host's network",
+                check.message,
+                check.fix,
+            )),
+            _ => {}
+        }
+    }
+    for check in doctor::exposure_checks(&c, map_path, opts.protect_map, &probe) {
         if check.status == Status::Warn {
             out.push(finding(
                 "map_exposure",
@@ -491,6 +511,39 @@ mod tests {
                 ),
                 ("claw-identity.token_readers", Severity::Info),
             ]
+        );
+    }
+
+    #[test]
+    fn a_selected_sandbox_that_cant_run_is_a_finding() {
+        let (cfg, _) = setup(
+            "sandbox",
+            0o600,
+            r#", onMissingToken: "block", sandbox: { bwrap: "/nonexistent/bwrap", network: "host" }"#,
+            r#", tools: { sessions: { visibility: "agent" }, agentToAgent: { enabled: false } }"#,
+        );
+        let text = fs::read_to_string(&cfg)
+            .unwrap()
+            .replace(r#"mode: "all""#, r#"mode: "all", backend: "claw-identity""#);
+        fs::write(&cfg, text).unwrap();
+        let f = run(&cfg, None);
+        assert_eq!(
+            ids(&f),
+            [
+                ("claw-identity.sandbox_unavailable", Severity::Warn),
+                ("claw-identity.sandbox_network_host", Severity::Warn),
+            ]
+        );
+        let unavailable = f
+            .iter()
+            .find(|f| f.check_id == "claw-identity.sandbox_unavailable")
+            .unwrap();
+        assert!(
+            unavailable
+                .detail
+                .contains("sandbox.bwrap is /nonexistent/bwrap"),
+            "{}",
+            unavailable.detail
         );
     }
 }

@@ -194,6 +194,8 @@ pub struct AgentReach {
     /// `sandbox.mode` in force ("off" when unset) and the key it came from.
     pub sandbox_mode: String,
     pub sandbox_key: String,
+    /// `sandbox.backend` in force (OpenClaw's default "docker"), lowercased.
+    pub sandbox_backend: String,
     /// A sandbox bind mount whose host side holds the map's directory.
     pub bind_over_map: Option<String>,
 }
@@ -295,6 +297,11 @@ impl OpenClawConfig {
                             "agents.defaults.sandbox.mode".to_owned(),
                         ),
                     };
+                let sandbox_backend = [sandbox, default_sandbox]
+                    .iter()
+                    .find_map(|s| s.and_then(|s| s.get("backend")).and_then(Value::as_str))
+                    .map(|b| crate::paths::js_trim(b).to_ascii_lowercase())
+                    .unwrap_or_else(|| "docker".to_owned());
                 let binds: Vec<String> = [sandbox, default_sandbox]
                     .iter()
                     .flat_map(|s| {
@@ -315,6 +322,7 @@ impl OpenClawConfig {
                     agent_id: id,
                     sandbox_mode,
                     sandbox_key,
+                    sandbox_backend,
                     bind_over_map,
                 }
             })

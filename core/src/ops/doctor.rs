@@ -16,6 +16,7 @@ use super::config::{self, OpenClawConfig, PLUGIN_ID};
 use super::{after_hook, mcp, writer, Found, Live};
 use crate::redact::shown;
 use crate::rules::map_access::ProtectMap;
+use crate::sandbox;
 use crate::token_map::{self, MapError, MapErrorKind, DEFAULT_MAX_MAP_BYTES};
 
 pub struct DoctorArgs<'a> {
@@ -422,7 +423,9 @@ pub fn run(args: &DoctorArgs<'_>) -> Result<Report, String> {
     }
 
     if let Some(c) = &config {
-        checks.extend(exposure_checks(c, &map_path, opts.protect_map));
+        let probe = sandbox_probe(c, &opts);
+        checks.extend(exposure_checks(c, &map_path, opts.protect_map, &probe));
+        checks.extend(sandbox_checks(c, &opts.sandbox, &probe));
         checks.extend(after_hook::config_findings(c).into_iter().map(as_check));
     }
     if let Some(live) = args.live {
@@ -474,14 +477,41 @@ fn as_check(f: Found) -> Check {
 /// The checks whose failure sends a token out rather than stopping injection.
 const LEAK_CHECKS: &[&str] = &["token export"];
 
+/// Whether the `claw-identity` sandbox can run here, for this config (its
+/// protected locations and workspaces, as the plugin would have them), as
+/// the user doctor runs as.
+pub(crate) fn sandbox_probe(c: &OpenClawConfig, opts: &crate::options::Options) -> sandbox::Probe {
+    let engine = crate::engine::Engine::new(opts.clone());
+    let table = c.agent_fs();
+    engine.set_openclaw_facts(table.clone(), &c.files(&table));
+    let host = sandbox::LiveHost::new();
+    let inputs = sandbox::inputs(
+        engine.protected_locations(),
+        &engine.workspaces(),
+        &opts.sandbox,
+        &host,
+    );
+    sandbox::probe(&host, &opts.sandbox, &inputs, &sandbox::gateway_path())
+}
+
+/// The config change that runs agent `id`'s commands in this plugin's sandbox.
+fn select_sandbox(id: &str) -> String {
+    format!(
+        "openclaw config set agents.entries.{id}.sandbox '{{\"mode\":\"all\",\"backend\":\"{}\"}}' --strict-json",
+        sandbox::BACKEND_ID
+    )
+}
+
 /// One finding per agent whose own tools can reach the map's file: a shell
 /// (exec, process) or file tools, on the gateway's host. A shell can read
 /// the file in ways no path check or redaction sees (base64, a script), so
-/// only OpenClaw's sandbox, or taking the shell away, closes it.
+/// only a sandbox, or taking the shell away, closes it. Where this plugin's
+/// sandbox can run here (`probe`), it is the fix named first.
 pub(crate) fn exposure_checks(
     c: &OpenClawConfig,
     map_path: &Path,
     protect: ProtectMap,
+    probe: &sandbox::Probe,
 ) -> Vec<Check> {
     let dir =
         crate::sys::canonicalize(&parent_of(map_path)).unwrap_or_else(|_| parent_of(map_path));
@@ -508,10 +538,20 @@ pub(crate) fn exposure_checks(
             ),
             (None, None) => continue,
         };
-        let sandbox_fix = format!(
+        let docker_fix = format!(
             "openclaw config set agents.entries.{id}.sandbox.mode all (and no sandbox bind over {})",
             dir.display()
         );
+        let sandbox_fix = match &probe.result {
+            Ok(()) => format!(
+                "{} (bubblewrap works here: every command then sees the host read-only, without the map, OpenClaw's config or the gateway); or {docker_fix}",
+                select_sandbox(&id)
+            ),
+            Err(r) => format!(
+                "{docker_fix} (claw-identity's own sandbox can't run here: {})",
+                r.why
+            ),
+        };
         if !a.shell_tools.is_empty() {
             out.push(check(
                 Status::Warn,
@@ -550,6 +590,73 @@ pub(crate) fn exposure_checks(
                 }),
             ));
         }
+    }
+    out
+}
+
+/// For each agent whose sandbox is this plugin's: whether it can run here.
+/// Where it can't, the agent's turns fail (nothing runs on the host).
+pub(crate) fn sandbox_checks(
+    c: &OpenClawConfig,
+    opts: &sandbox::SandboxOptions,
+    probe: &sandbox::Probe,
+) -> Vec<Check> {
+    let ours: Vec<String> = c
+        .agent_reach(Path::new("/"))
+        .into_iter()
+        .filter(|a| a.sandbox_backend == sandbox::BACKEND_ID && a.sandbox_mode != "off")
+        .map(|a| shown(&a.agent_id).to_string())
+        .collect();
+    if ours.is_empty() {
+        return Vec::new();
+    }
+    let one = ours.len() == 1;
+    let who = format!(
+        "agent{} {}",
+        if one { "" } else { "s" },
+        ours.iter()
+            .map(|a| format!("\"{a}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let (run, select, their) = if one {
+        ("runs", "selects", "its")
+    } else {
+        ("run", "select", "their")
+    };
+    let uid = crate::sys::euid().unwrap_or(u32::MAX);
+    let mut out = vec![match &probe.result {
+        Ok(()) => check(
+            Status::Ok,
+            "sandbox",
+            format!(
+                "{who} {run} {their} commands in the {} sandbox; bubblewrap ({}) works here as uid {uid}",
+                sandbox::BACKEND_ID,
+                probe.bwrap.as_ref().map(|b| b.display().to_string()).unwrap_or_default()
+            ),
+            None,
+        ),
+        Err(r) => check(
+            Status::Fail,
+            "sandbox",
+            format!(
+                "{who} {select} the {} sandbox, which can't run here (as uid {uid}): {} {} turns fail, and nothing runs on the host instead",
+                sandbox::BACKEND_ID,
+                r.why,
+                if one { "Its" } else { "Their" }
+            ),
+            Some(r.fix.clone()),
+        ),
+    }];
+    if opts.network == sandbox::Network::Host {
+        out.push(check(
+            Status::Warn,
+            "sandbox",
+            "sandbox.network is \"host\": sandboxed commands reach the gateway's port and every other local service (they still can't read its token)".into(),
+            Some(format!(
+                "openclaw config unset plugins.entries.{PLUGIN_ID}.config.sandbox.network, unless the agents need the network"
+            )),
+        ));
     }
     out
 }
@@ -1009,7 +1116,7 @@ mod tests {
             "{msg}"
         );
         assert!(
-            fix.starts_with("openclaw config set agents.entries.mounted.sandbox.mode all"),
+            fix.contains("openclaw config set agents.entries.mounted.sandbox.mode all"),
             "{fix}"
         );
         let (st, msg, fix) = found[2];
@@ -1040,5 +1147,73 @@ mod tests {
             "{}",
             files.message
         );
+    }
+
+    fn probe(ok: bool) -> sandbox::Probe {
+        sandbox::Probe {
+            bwrap: ok.then(|| PathBuf::from("/usr/bin/bwrap")),
+            result: if ok {
+                Ok(())
+            } else {
+                Err(sandbox::Refusal {
+                    why: "bubblewrap (bwrap) is not installed here.".into(),
+                    fix: "install bubblewrap".into(),
+                })
+            },
+        }
+    }
+
+    #[test]
+    fn an_agent_with_a_host_shell_is_told_to_use_the_sandbox_where_bwrap_works() {
+        let c = OpenClawConfig::from_text(
+            "{ agents: { entries: { shell: {}, boxed: { sandbox: { mode: 'all', backend: 'claw-identity' } } } } }",
+        );
+        let map = Path::new("/home/u/.config/micelclaw/agent-tokens.json");
+        let works = exposure_checks(&c, map, ProtectMap::Paths, &probe(true));
+        assert_eq!(works.len(), 1, "{works:#?}");
+        let fix = works[0].fix.as_deref().unwrap();
+        assert!(
+            fix.starts_with(
+                r#"openclaw config set agents.entries.shell.sandbox '{"mode":"all","backend":"claw-identity"}' --strict-json"#
+            ),
+            "{fix}"
+        );
+        let broken = exposure_checks(&c, map, ProtectMap::Paths, &probe(false));
+        let fix = broken[0].fix.as_deref().unwrap();
+        assert!(!fix.contains("\"backend\":\"claw-identity\""), "{fix}");
+        assert!(fix.contains("claw-identity's own sandbox can't run here: bubblewrap (bwrap) is not installed here."), "{fix}");
+    }
+
+    #[test]
+    fn a_sandbox_that_is_selected_but_cant_run_is_a_problem_with_its_fix() {
+        let c = OpenClawConfig::from_text(
+            "{ agents: { defaults: { sandbox: { backend: 'Claw-Identity', mode: 'all' } }, entries: { a: {}, b: { sandbox: { mode: 'off' } }, c: { sandbox: { backend: 'docker' } } } } }",
+        );
+        let opts = sandbox::SandboxOptions::default();
+        let bad = sandbox_checks(&c, &opts, &probe(false));
+        assert_eq!(bad.len(), 1);
+        assert_eq!(bad[0].status, Status::Fail);
+        assert!(
+            bad[0]
+                .message
+                .starts_with("agent \"a\" selects the claw-identity sandbox, which can't run here"),
+            "{}",
+            bad[0].message
+        );
+        assert!(
+            bad[0].message.ends_with("nothing runs on the host instead"),
+            "{}",
+            bad[0].message
+        );
+        assert_eq!(bad[0].fix.as_deref(), Some("install bubblewrap"));
+        let good = sandbox_checks(&c, &opts, &probe(true));
+        assert_eq!(good[0].status, Status::Ok);
+        let host = sandbox::SandboxOptions {
+            network: sandbox::Network::Host,
+            ..Default::default()
+        };
+        let warned = sandbox_checks(&c, &host, &probe(true));
+        assert_eq!(warned[1].status, Status::Warn);
+        assert!(sandbox_checks(&OpenClawConfig::from_text("{}"), &opts, &probe(false)).is_empty());
     }
 }

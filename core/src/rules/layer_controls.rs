@@ -166,14 +166,7 @@ pub fn locations(files: &OpenClawFiles) -> Vec<Location> {
             false,
         ));
     }
-    for w in &files.workspaces {
-        out.push(loc(
-            "a folder OpenClaw loads plugins from",
-            w.join(".openclaw").join("extensions"),
-            true,
-            false,
-        ));
-    }
+    out.extend(files.workspaces.iter().map(|w| workspace_plugins(w)));
     for d in &files.plugin_dirs {
         out.push(loc(
             "claw-identity's installed files",
@@ -184,6 +177,21 @@ pub fn locations(files: &OpenClawFiles) -> Vec<Location> {
     }
     out.dedup_by(|a, b| a.path == b.path);
     out
+}
+
+/// A workspace's plugin folder (`<workspace>/.openclaw/extensions`,
+/// `resolvePluginSourceRoots`, `roots-*.mjs`): code OpenClaw loads.
+pub fn workspace_plugins(workspace: &Path) -> Location {
+    Location {
+        guard: Guard::Layer,
+        what: "a folder OpenClaw loads plugins from",
+        path: paths::resolve(
+            Path::new("/"),
+            &workspace.join(".openclaw").join("extensions"),
+        ),
+        dir: true,
+        secret: false,
+    }
 }
 
 fn refused<'a>(what: String) -> Decision<'a> {

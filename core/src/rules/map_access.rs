@@ -803,7 +803,7 @@ pub fn spawn_runtime<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>) -> Option<De
 /// The block reason for `exec`/`process` under `protectMap: "strict"`.
 pub fn exec_reason(tool: &str, agent: Option<&str>) -> String {
     format!(
-        "{RULE_ID}: {tool} is blocked for agent {}: it runs on the gateway's host, where a shell can read the token map, and protectMap is \"strict\". Use read/write/edit for files; the operator can run this agent in OpenClaw's sandbox (agents.list[].sandbox.mode: \"all\") to allow {tool}.",
+        "{RULE_ID}: {tool} is blocked for agent {}: it runs on the gateway's host, where a shell can read the token map, and protectMap is \"strict\". Use read/write/edit for files; the operator can run this agent in a sandbox (sandbox.mode \"all\", with backend \"claw-identity\" where bubblewrap works) to allow {tool}.",
         shown(agent.unwrap_or("(unknown)"))
     )
 }

@@ -10,6 +10,7 @@ pub mod cross_user_send;
 pub mod delegation_session;
 pub mod layer_controls;
 pub mod map_access;
+pub mod sandbox_pty;
 pub mod session_access;
 pub mod spawn_redirect;
 pub mod token_text;

@@ -1,0 +1,203 @@
+//! Whether the sandbox can run here: bwrap is found, and one command with
+//! every flag and mask of a real one starts and sees the map's directory
+//! empty. Where it can't, why and what the operator does: the backend then
+//! refuses to start, and `doctor` and `audit` say so. It never falls back
+//! to the host.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::{plan, refuse, HostView, Inputs, Kind, Refusal, SandboxOptions};
+use crate::rules::map_access::Guard;
+
+/// The outcome of a probe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Probe {
+    /// The bwrap found, where one was.
+    pub bwrap: Option<PathBuf>,
+    pub result: Result<(), Refusal>,
+}
+
+const INSTALL: &str = "install bubblewrap (Debian, Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap), or set plugins.entries.claw-identity.config.sandbox.bwrap to where it is";
+
+/// The bwrap to run: `sandbox.bwrap`, else the first on `path`.
+pub fn find_bwrap(
+    host: &dyn HostView,
+    opts: &SandboxOptions,
+    path: &str,
+) -> Result<PathBuf, Refusal> {
+    if cfg!(target_os = "wasi") {
+        return Err(refuse(
+            "this is claw-identity's WebAssembly build, which can't start processes.",
+            "run the gateway where the native build loads (linux-x64 or linux-arm64 with glibc 2.34+); claw-identity status names the build",
+        ));
+    }
+    match &opts.bwrap {
+        Some(p) if p.is_absolute() && host.kind(p) == Kind::File => Ok(p.clone()),
+        Some(p) => Err(refuse(
+            format!(
+                "sandbox.bwrap is {}, which is not an absolute path to a file.",
+                p.display()
+            ),
+            INSTALL,
+        )),
+        None => host.program("bwrap", path).ok_or_else(|| {
+            refuse(
+                format!("bubblewrap (bwrap) is not installed here: no bwrap on the gateway's PATH ({path})."),
+                INSTALL,
+            )
+        }),
+    }
+}
+
+fn read_sysctl(name: &str) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/sys/{name}"))
+        .ok()
+        .map(|s| s.trim().to_owned())
+}
+
+/// Why bwrap failed, from what it printed, with the fix for this host.
+pub fn classify(stderr: &str, sysctl: &dyn Fn(&str) -> Option<String>) -> Refusal {
+    let line = stderr
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("(it printed nothing)");
+    let userns = "this host refuses user namespaces to the gateway's user, which the sandbox needs";
+    if stderr.contains("Unknown option --disable-userns") || stderr.contains("Unknown option") {
+        return refuse(
+            format!("this bwrap is too old: {line}"),
+            "upgrade bubblewrap to 0.8 or newer (it has --disable-userns)",
+        );
+    }
+    let denied = stderr.contains("No permissions to create")
+        || stderr.contains("setting up uid map")
+        || stderr.contains("Creating new namespace failed: Operation not permitted");
+    if denied {
+        if sysctl("kernel/apparmor_restrict_unprivileged_userns").as_deref() == Some("1") {
+            return refuse(
+                format!("{userns}: AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns = 1; bwrap: {line})."),
+                "allow them to bwrap with an AppArmor profile: /etc/apparmor.d/bwrap holding `abi <abi/4.0>, include <tunables/global> profile bwrap /usr/bin/bwrap flags=(unconfined) { userns, }`, then apparmor_parser -r /etc/apparmor.d/bwrap",
+            );
+        }
+        if sysctl("kernel/unprivileged_userns_clone").as_deref() == Some("0") {
+            return refuse(
+                format!("{userns}: kernel.unprivileged_userns_clone is 0 (bwrap: {line})."),
+                "sysctl -w kernel.unprivileged_userns_clone=1, and the same in /etc/sysctl.d/ to keep it",
+            );
+        }
+        return refuse(
+            format!("{userns} (bwrap: {line}); a container's seccomp profile or a security module can do this."),
+            "run the gateway where its user may create user namespaces (for a Docker container: a seccomp profile that allows them), or use OpenClaw's Docker sandbox instead",
+        );
+    }
+    // bwrap 0.8 says "nesting depth or /proc/sys/user/max_*_namespaces exceeded (ENOSPC)".
+    if stderr.contains("No space left on device")
+        || stderr.contains("ENOSPC")
+        || stderr.contains("max_*_namespaces")
+    {
+        return refuse(
+            format!("{userns}: no user namespace is left to create (bwrap: {line}); user.max_user_namespaces is 0, or the gateway itself runs in a sandbox that allows none inside."),
+            "sysctl -w user.max_user_namespaces=15000 (and in /etc/sysctl.d/), or run the gateway outside that sandbox",
+        );
+    }
+    refuse(
+        format!("bwrap could not start a sandbox here: {line}"),
+        "run claw-identity doctor as the gateway's user; it runs the same command",
+    )
+}
+
+/// What the probe checks inside: each of the map's directories shows no
+/// entry, and the map can't be opened.
+const CHECK: &str = r#"for p; do
+  if [ -d "$p" ]; then [ -z "$(ls -A "$p" 2>/dev/null)" ] || { echo "shown: $p" >&2; exit 3; }
+  elif [ -e "$p" ]; then ! head -c 1 "$p" >/dev/null 2>&1 || { echo "readable: $p" >&2; exit 3; }
+  fi
+done"#;
+
+/// Runs one sandboxed command with `inputs` (as a real one has them) and
+/// checks what it sees of the map.
+pub fn probe(host: &dyn HostView, opts: &SandboxOptions, inputs: &Inputs, path: &str) -> Probe {
+    let bwrap = match find_bwrap(host, opts, path) {
+        Ok(b) => b,
+        Err(r) => {
+            return Probe {
+                bwrap: None,
+                result: Err(r),
+            }
+        }
+    };
+    let result = run_probe(host, &bwrap, inputs);
+    Probe {
+        bwrap: Some(bwrap),
+        result,
+    }
+}
+
+fn run_probe(host: &dyn HostView, bwrap: &Path, inputs: &Inputs) -> Result<(), Refusal> {
+    let mut command: Vec<OsString> =
+        vec!["/bin/sh".into(), "-c".into(), CHECK.into(), "probe".into()];
+    for loc in inputs.protected.iter().filter(|l| l.guard == Guard::Map) {
+        command.push(loc.path.clone().into_os_string());
+        if let Some(real) = host.real(&loc.path) {
+            command.push(real.into_os_string());
+        }
+    }
+    let plan = plan(host, inputs, &[], Path::new("/"), command)?;
+    let argv = plan.argv(bwrap);
+    let (code, stderr) = spawn(&argv)
+        .map_err(|e| refuse(format!("{} can't be run: {e}.", bwrap.display()), INSTALL))?;
+    match code {
+        Some(0) => Ok(()),
+        Some(3) if stderr.contains("shown: ") || stderr.contains("readable: ") => Err(refuse(
+            format!(
+                "a sandboxed command could see the token map ({}): the masks did not hold here.",
+                stderr.trim()
+            ),
+            "report this, with the output of claw-identity doctor; do not select the backend until it is fixed",
+        )),
+        _ => Err(classify(&stderr, &read_sysctl)),
+    }
+}
+
+/// Runs `argv` with an empty environment, waiting at most 30 s; its exit
+/// code (`None`: killed) and what it printed on stderr.
+#[cfg(not(target_os = "wasi"))]
+fn spawn(argv: &[OsString]) -> std::io::Result<(Option<i32>, String)> {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(&argv[0])
+        .args(&argv[1..])
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait()? {
+            break Some(s);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut err);
+    }
+    Ok((status.and_then(|s| s.code()), err))
+}
+
+#[cfg(target_os = "wasi")]
+fn spawn(_: &[OsString]) -> std::io::Result<(Option<i32>, String)> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "the WebAssembly build can't start processes; the sandbox needs the native build (linux-x64 or linux-arm64, glibc 2.34+)",
+    ))
+}
