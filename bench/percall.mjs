@@ -61,7 +61,9 @@ function pluginPair(tokenMapPath, logger, entry = plugin) {
     logger,
     registrationMode: 'full',
     registerTrustedToolPolicy: (p) => (policy = p),
-    on: (name, h) => (hook = h),
+    on: (name, h) => {
+      if (name === 'before_tool_call') hook = h;
+    },
   });
   return (ev, ctx) => {
     const r = policy.evaluate(ev, ctx);
