@@ -142,7 +142,7 @@ test('each field of the event and the ctx is read once per call, or not at all',
     // A guarded tool: the rule reads the params, and the result does not read them again.
     ['sessions_send', { sessionKey: `agent:${FRANCIS}:main`, message: 'hi' }, { toolName: 1, params: 1, agentId: 1, sessionKey: 1 }],
     // A tool no rule concerns: only its name is read.
-    ['exec', { command: 'ls' }, { toolName: 1, params: 0, agentId: 0, sessionKey: 0 }],
+    ['web_search', { query: 'weather' }, { toolName: 1, params: 0, agentId: 0, sessionKey: 0 }],
   ];
   for (const [tool, params, expected] of cases) {
     const reads = {};

@@ -33,7 +33,7 @@ const small = () =>
 /** Owned tool with about 10 KB of params (a note body). */
 const large = () =>
   event('claw-os__claw_notes', { action: 'create', title: 'Meeting notes', body: 'lorem ipsum '.repeat(854), tags: ['work', 'q3'], auth_token: 'made-up-by-the-model' });
-const unowned = () => event('exec', { command: 'ls -la', workdir: '/tmp' });
+const unowned = () => event('web_search', { query: 'weather in Lisbon', count: 5 });
 const send = () => event('sessions_send', { sessionKey: 'agent:paco--dali:main', message: 'Can you check the calendar?', timeoutSeconds: 30 });
 
 /** A logger as OpenClaw passes one (`api.logger`), that only counts lines. */
@@ -130,7 +130,7 @@ export async function perCall({ samples, calls, clock = 'wall' }) {
     const guardsSend = quiet.beforeToolCall(send(), ctxFor('sessions_send')) !== undefined;
 
     const ev = { small: small(), large: large(), unowned: unowned(), send: send() };
-    const cx = { owned: ctxFor('claw-os__claw_notes'), unowned: ctxFor('exec'), send: ctxFor('sessions_send') };
+    const cx = { owned: ctxFor('claw-os__claw_notes'), unowned: ctxFor('web_search'), send: ctxFor('sessions_send') };
 
     // Every measured path must do the real work: check the rewrite before timing it.
     const hooks = [['plain', plain], ['plain deployed', plainBoth], ['layer', (e, c) => quiet.beforeToolCall(e, c)], ['logged', (e, c) => logged.beforeToolCall(e, c)], ['plugin', both], ['wasm layer', (e, c) => wasmQuiet.beforeToolCall(e, c)], ['wasm plugin', wasmBoth]];
