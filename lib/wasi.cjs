@@ -2,12 +2,33 @@
 // compiled for wasm32-wasip1-threads and run by Node's WASI through
 // @napi-rs/wasm-runtime (emnapi). It starts no threads: its watcher polls
 // from a JS timer on this thread (core/src/watcher/poll.rs, src/bridge/poll.rs), and it checks owners
-// and modes, which WASI lacks, through Node's fs (src/bridge/host_fs.js).
+// and modes, which WASI lacks, through Node's fs (src/bridge/host_fs.js), or
+// on Windows owners and DACLs, through OpenClaw's fs-safe.
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
 const { WASI } = require('node:wasi');
 const { createContext, instantiateNapiModuleSync, emnapiTSFNPlugin } = require('@napi-rs/wasm-runtime');
+
+// Windows files have no owner uid and no mode bits: there the permission
+// gate checks the owner and DACL instead, as OpenClaw's own fs-safe reads
+// them (`readOwnerAndDacl`: its native helper, or Windows PowerShell). The
+// host (src/bridge/host_fs.js) finds it in this slot; the first one set
+// stays. @openclaw/fs-safe is an optional dependency, loaded on Windows only.
+if (process.platform === 'win32') {
+  const slot = Symbol.for('claw-identity.wasm.readOwnerAndDacl');
+  let permissions;
+  const readOwnerAndDacl = (target) => {
+    try {
+      permissions ??= require('@openclaw/fs-safe/permissions');
+    } catch (e) {
+      if (e?.code !== 'MODULE_NOT_FOUND') throw e;
+      throw new Error("@openclaw/fs-safe, OpenClaw's Windows ACL reader, is not installed with claw-identity (a raw archive install leaves out its dependencies)");
+    }
+    return permissions.readOwnerAndDacl(target);
+  };
+  if (!Object.hasOwn(globalThis, slot)) Object.defineProperty(globalThis, slot, { value: readOwnerAndDacl });
+}
 
 // WASI sees the host's file system as it is: `/` is the host's `/`.
 const root = path.parse(process.cwd()).root;
