@@ -1,14 +1,16 @@
 // Native Windows, with only the operating system faked. The packed tarball
-// is installed as OpenClaw installs it (npm, scripts off), which brings
-// OpenClaw's own fs-safe; then each case runs it in a child Node whose
-// process says it is Windows (`process.platform` is win32, no geteuid), on
-// this Linux. index.js then picks the WebAssembly build, and its permission
-// gate asks fs-safe's real `readOwnerAndDacl` for each file's owner and
-// DACL. With no fs-safe native helper for win32 here, fs-safe runs its
-// Windows PowerShell fallback, and the only fake is that PowerShell: a
-// script found on PATH under the exact name fs-safe runs, which answers as
-// the bridge script of fs-safe would, from a table of ACLs this suite
-// writes. No real Windows machine is reachable from here.
+// is installed as OpenClaw installs it (npm, scripts off, then OpenClaw's
+// link of its own package into the plugin, node_modules/openclaw, which a
+// plugin that names it as a peer gets); then each case runs it in a child
+// Node whose process says it is Windows (`process.platform` is win32, no
+// geteuid), on this Linux. index.js then picks the WebAssembly build, and
+// its permission gate asks the real fs-safe of the real OpenClaw 2026.9.6
+// (`readOwnerAndDacl`) for each file's owner and DACL. With no fs-safe
+// native helper for win32 here, fs-safe runs its Windows PowerShell
+// fallback, and the only fake is that PowerShell: a script found on PATH
+// under the exact name fs-safe runs, which answers as fs-safe's bridge
+// script would, from a table of ACLs this suite writes. No real Windows
+// machine is reachable from here.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -16,7 +18,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-import { ensureNode, findNpmCli } from '../scripts/ensure-openclaw.mjs';
+import { ensureNode, ensureOpenclaw } from '../scripts/ensure-openclaw.mjs';
 import { pack } from './helpers/pack.mjs';
 import { fingerprint, randomToken, recordEmitted, tempDir, writeMap } from './helpers/support.mjs';
 
@@ -33,6 +35,7 @@ const POWERSHELL = 'C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\powershell.e
 let project; // a user's project with the tarball installed
 let fakeBin; // the directory holding the fake PowerShell
 let node; // Node 24 from .cache/
+let hostLink; // the installed plugin's node_modules/openclaw
 
 // Made in a hook, so cleaned by hand: tempDir() ties its cleanup to the test that calls it.
 let scratch;
@@ -48,12 +51,15 @@ before(async () => {
   fs.mkdirSync(project);
   fs.writeFileSync(path.join(project, 'package.json'), '{"name":"gateway","private":true,"type":"module"}');
   // OpenClaw's npm install for a plugin (docs/plugins/dependency-resolution.md in its package),
-  // run by a Node of OpenClaw's range, as the gateway's is: fs-safe needs Node >= 22.
-  execFileSync(node, [findNpmCli(), 'install', '--omit=dev', '--omit=peer', '--legacy-peer-deps', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline', tarball], {
+  // then its link of its own package into a plugin that names it as a peer.
+  execFileSync('npm', ['install', '--omit=dev', '--omit=peer', '--legacy-peer-deps', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline', tarball], {
     cwd: project,
     stdio: 'pipe',
   });
-  assert.ok(fs.existsSync(path.join(project, 'node_modules', '@openclaw', 'fs-safe', 'package.json')), 'npm did not install @openclaw/fs-safe with the tarball');
+  const { openclawDir } = await ensureOpenclaw({ log: () => {} });
+  hostLink = path.join(project, 'node_modules', 'claw-identity', 'node_modules', 'openclaw');
+  fs.mkdirSync(path.dirname(hostLink), { recursive: true });
+  fs.symlinkSync(openclawDir, hostLink, 'dir');
 
   fakeBin = path.join(scratch, 'bin');
   fs.mkdirSync(fakeBin);
@@ -203,19 +209,18 @@ test("on Windows, where OpenClaw's check can't run (no PowerShell), the map is r
   assert.equal(r.loaded, false);
   assert.equal(r.fp, null);
   assert.match(r.lastError, /can't read its owner and ACL: Windows permission command powershell\.exe failed/);
-  assert.match(r.lastError, /npm-pack:/);
+  assert.match(r.lastError, /openclaw plugins install/);
 });
 
-test('on Windows, without fs-safe (a raw archive install leaves out dependencies), the map is refused and the gate says why', () => {
-  const fsSafe = path.join(project, 'node_modules', '@openclaw', 'fs-safe');
-  const aside = `${fsSafe}.aside`;
-  fs.renameSync(fsSafe, aside);
+test("on Windows, without OpenClaw's package linked in (the plugin loaded outside OpenClaw), the map is refused and the gate says why", () => {
+  const target = fs.readlinkSync(hostLink);
+  fs.unlinkSync(hostLink);
   try {
     const r = onWindows();
     assert.equal(r.loaded, false);
-    assert.match(r.lastError, /can't read its owner and ACL: @openclaw\/fs-safe, OpenClaw's Windows ACL reader, is not installed/);
+    assert.match(r.lastError, /can't read its owner and ACL: OpenClaw's package is not linked into claw-identity/);
     assert.deepEqual(r.asked, []);
   } finally {
-    fs.renameSync(aside, fsSafe);
+    fs.symlinkSync(target, hostLink, 'dir');
   }
 });

@@ -7,26 +7,31 @@
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
+const { createRequire } = require('node:module');
 const { WASI } = require('node:wasi');
 const { createContext, instantiateNapiModuleSync, emnapiTSFNPlugin } = require('@napi-rs/wasm-runtime');
 
 // Windows files have no owner uid and no mode bits: there the permission
 // gate checks the owner and DACL instead, as OpenClaw's own fs-safe reads
-// them (`readOwnerAndDacl`: its native helper, or Windows PowerShell). The
-// host (src/bridge/host_fs.js) finds it in this slot; the first one set
-// stays. @openclaw/fs-safe is an optional dependency, loaded on Windows only.
+// them (`readOwnerAndDacl`: its native helper, or Windows PowerShell). It is
+// the gateway's own copy: OpenClaw links its package into a plugin that
+// names it as a peer (`node_modules/openclaw`, its plugin-peer-link.ts), and
+// fs-safe, one of its dependencies, resolves from there. The host
+// (src/bridge/host_fs.js) finds the reader in this slot; the first one set
+// stays. Loaded on Windows only, at the first check.
 if (process.platform === 'win32') {
   const slot = Symbol.for('claw-identity.wasm.readOwnerAndDacl');
   let permissions;
-  const readOwnerAndDacl = (target) => {
+  const load = () => {
+    let openclaw;
     try {
-      permissions ??= require('@openclaw/fs-safe/permissions');
-    } catch (e) {
-      if (e?.code !== 'MODULE_NOT_FOUND') throw e;
-      throw new Error("@openclaw/fs-safe, OpenClaw's Windows ACL reader, is not installed with claw-identity (a raw archive install leaves out its dependencies)");
+      openclaw = require.resolve('openclaw');
+    } catch {
+      throw new Error("OpenClaw's package is not linked into claw-identity (node_modules/openclaw), so its Windows ACL reader, @openclaw/fs-safe, can't be found");
     }
-    return permissions.readOwnerAndDacl(target);
+    return createRequire(openclaw)('@openclaw/fs-safe/permissions');
   };
+  const readOwnerAndDacl = (target) => (permissions ??= load()).readOwnerAndDacl(target);
   if (!Object.hasOwn(globalThis, slot)) Object.defineProperty(globalThis, slot, { value: readOwnerAndDacl });
 }
 

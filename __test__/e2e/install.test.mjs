@@ -10,6 +10,7 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
+import { createRequire } from "node:module";
 import path from "node:path";
 import * as h from "./harness.mjs";
 import { startModelServer, marker, fakeToken } from "./fixtures/model-server.mjs";
@@ -68,13 +69,14 @@ describe("claw-identity installed from its npm tarball", () => {
     assert.equal(info.install?.artifactKind, "npm-pack");
     const projectModules = path.dirname(info.install.installPath);
     assert.equal(path.basename(projectModules), "node_modules");
-    // npm resolved the optional dependencies there, per platform: OpenClaw's
-    // fs-safe (the Windows ACL reader) with its native helper for this
-    // platform only.
-    const installed = (name) => fs.existsSync(path.join(projectModules, name, "package.json"));
-    assert.ok(installed("@openclaw/fs-safe"), "npm did not install the optional dependency @openclaw/fs-safe");
-    assert.ok(installed(`@openclaw/fs-safe-linux-${process.arch}-gnu`), "npm did not install fs-safe's native helper for this platform");
-    assert.ok(!installed("@openclaw/fs-safe-win32-x64-msvc"), "npm installed another platform's native helper");
+    // OpenClaw linked its own package into the plugin, which names it as an
+    // optional peer: on Windows the WebAssembly build finds OpenClaw's fs-safe
+    // (its ACL reader) from there, as lib/wasi.cjs resolves it.
+    const host = fs.realpathSync(path.join(info.install.installPath, "node_modules", "openclaw"));
+    assert.equal(host, fs.realpathSync(run.runtime.openclawDir), "node_modules/openclaw is not the running OpenClaw");
+    const wasi = createRequire(path.join(info.install.installPath, "lib", "wasi.cjs"));
+    const fsSafe = createRequire(wasi.resolve("openclaw")).resolve("@openclaw/fs-safe/permissions");
+    assert.ok(fs.existsSync(fsSafe), fsSafe);
     assert.ok(info.plugin.rootDir.startsWith(run.state), `installed under the state dir, not loaded from the repo: ${info.plugin.rootDir}`);
     installedDir = info.plugin.rootDir;
     assert.deepEqual((info.diagnostics ?? []).filter((d) => /error/i.test(d.level ?? d.severity ?? "")), []);

@@ -234,7 +234,7 @@ fn access_error(path: &Path, e: &std::io::Error) -> MapError {
         return unsafe_file(
             path,
             format!("can't read its owner and ACL: {e}"),
-            "OpenClaw's fs-safe reads them: install claw-identity with `openclaw plugins install npm-pack:<tarball>`, which installs @openclaw/fs-safe, and let the gateway's user run Windows PowerShell (fs-safe's way where its native helper is missing)".into(),
+            "OpenClaw's fs-safe reads them: run claw-identity in OpenClaw, installed with `openclaw plugins install` (which links OpenClaw's package into it), and let the gateway's user run Windows PowerShell (fs-safe's way where its native helper is missing)".into(),
         );
     }
     io_error(path, "fstat", e)
