@@ -212,7 +212,8 @@ fn check_windows(
 }
 
 /// Fails unless this platform can say who may read and write a file: a
-/// uid and mode bits (Unix), or an owner and DACL (Windows).
+/// uid and mode bits (Unix), or an owner and DACL (Windows). Unix facts
+/// without our own uid can't be judged.
 fn platform_checkable(path: &Path) -> Result<(), MapError> {
     if sys::is_windows() {
         return Ok(());
@@ -221,7 +222,7 @@ fn platform_checkable(path: &Path) -> Result<(), MapError> {
         unsafe_file(
             path,
             format!("can't tell who may read it: {e}"),
-            "run OpenClaw where files have an owner and permission bits or ACLs (Linux, macOS, Windows, WSL)".into(),
+            "run OpenClaw where files have an owner and permission bits (Linux, macOS, WSL)".into(),
         )
     })
 }
