@@ -18,7 +18,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-import { ensureNode, ensureOpenclaw } from '../scripts/ensure-openclaw.mjs';
+import { ensureOpenclaw } from '../scripts/ensure-openclaw.mjs';
 import { pack } from './helpers/pack.mjs';
 import { fingerprint, randomToken, recordEmitted, tempDir, writeMap } from './helpers/support.mjs';
 
@@ -34,7 +34,8 @@ const POWERSHELL = 'C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\powershell.e
 
 let project; // a user's project with the tarball installed
 let fakeBin; // the directory holding the fake PowerShell
-let node; // Node 24 from .cache/
+// The Node this suite runs on (24 or 26: scripts/test.mjs runs it on both).
+const node = process.execPath;
 let hostLink; // the installed plugin's node_modules/openclaw
 
 // Made in a hook, so cleaned by hand: tempDir() ties its cleanup to the test that calls it.
@@ -42,7 +43,6 @@ let scratch;
 after(() => scratch && fs.rmSync(scratch, { recursive: true, force: true }));
 
 before(async () => {
-  node = await ensureNode(24, { log: () => {} });
   scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'claw-identity-windows-'));
   const dest = path.join(scratch, 'pack');
   fs.mkdirSync(dest);
