@@ -6,6 +6,7 @@
 // registry packages cached in .cache/ (the machine's own Node may be outside
 // OpenClaw's range).
 import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -32,7 +33,13 @@ const version = (node) => spawnSync(node, ['--version'], { encoding: 'utf8' }).s
 
 run('cargo test', 'cargo', ['test', '--release', '--workspace']);
 const { node: node24 } = await ensureOpenclaw({ log: (l) => say(l) });
-run(`__test__/ on ${version(node24)}`, node24, ['--test', '--test-concurrency=1', '__test__/']);
+// Every suite by name: `node --test` takes globs, and a directory is not one.
+const e2e = fs
+  .readdirSync(path.join(root, '__test__', 'e2e'))
+  .filter((f) => f.endsWith('.test.mjs'))
+  .sort()
+  .map((f) => path.join('__test__', 'e2e', f));
+run(`__test__/ on ${version(node24)}`, node24, ['--test', '--test-concurrency=1', ...pickSuites({ excluded: {} }).map(suiteFile), ...e2e]);
 const node26 = await ensureNode(26, { log: (l) => say(l) });
 const suites = pickSuites({ excluded: NOT_ON_NODE26 }).map(suiteFile);
 run(`the unit suites on ${version(node26)}`, node26, ['--test', '--test-concurrency=1', ...suites]);
