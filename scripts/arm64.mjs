@@ -261,9 +261,9 @@ export async function test(only) {
   }
 
   if (!only.length) {
-    say('Rust unit tests under qemu (cargo test --release --target aarch64-unknown-linux-gnu) ...');
+    say('Rust tests under qemu (cargo test --release --workspace --target aarch64-unknown-linux-gnu) ...');
     const t0 = Date.now();
-    const r = await runShown('cargo', ['test', '--release', '--target', TARGET], crossEnv(), root, 2 * SUITE_DEADLINE_MS);
+    const r = await runShown('cargo', ['test', '--release', '--workspace', '--target', TARGET], crossEnv(), root, 2 * SUITE_DEADLINE_MS);
     const sum = (re) => [...r.output.matchAll(re)].reduce((a, m) => a + Number(m[1]), 0);
     rows.push({ what: 'cargo test (qemu)', secs: seconds(t0), pass: sum(/test result: \w+\. (\d+) passed/g), fail: sum(/; (\d+) failed;/g), code: r.code });
   }
