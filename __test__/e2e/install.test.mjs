@@ -1,11 +1,16 @@
-// Install as a user would (issue 3, scenario 5): `npm pack` the project,
-// `openclaw plugins install <tgz> --force --accept-capabilities`, set the config
-// with `openclaw config set ... --strict-json`, check `openclaw plugins inspect
-// --runtime --json`, then run one real turn with the installed copy.
+// Install as a user would, the way OpenClaw's docs say to install a local
+// package (docs/cli/plugins/install.md, docs/plugins/dependency-resolution.md
+// in its package): `npm pack` the project, `openclaw plugins install
+// npm-pack:<tgz> --force --accept-capabilities` (OpenClaw's own npm install
+// of the tarball, dependencies included, in its managed project), set the
+// config with `openclaw config set ... --strict-json`, check `openclaw
+// plugins inspect --runtime --json`, then run one real turn with the
+// installed copy.
 
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
+import { createRequire } from "node:module";
 import path from "node:path";
 import * as h from "./harness.mjs";
 import { startModelServer, marker, fakeToken } from "./fixtures/model-server.mjs";
@@ -38,7 +43,7 @@ describe("claw-identity installed from its npm tarball", () => {
   });
 
   it("scenario 5: plugins install, config set, inspect shows it loaded with its hook and trusted policy", async () => {
-    let r = await h.openclaw(run, ["plugins", "install", tgz, "--force", "--accept-capabilities"], { label: "plugins-install" });
+    let r = await h.openclaw(run, ["plugins", "install", `npm-pack:${tgz}`, "--force", "--accept-capabilities"], { label: "plugins-install" });
     assert.equal(r.code, 0, `plugins install exited ${r.code}: ${h.tail(r)}`);
     const afterInstall = h.readConfig(run);
     // The install writes the explicit enablement the trusted tier needs.
@@ -59,7 +64,19 @@ describe("claw-identity installed from its npm tarball", () => {
     assert.ok(info.plugin.hookCount >= 1, `hookCount ${info.plugin.hookCount}`);
     assert.ok(JSON.stringify(info.typedHooks ?? []).includes("before_tool_call"), `typedHooks: ${JSON.stringify(info.typedHooks)}`);
     assert.deepEqual(info.plugin.contracts?.trustedToolPolicies, ["claw-identity"]);
-    assert.equal(info.install?.source, "archive");
+    // OpenClaw's npm install of the tarball, in its per-plugin npm project.
+    assert.equal(info.install?.source, "npm", JSON.stringify(info.install));
+    assert.equal(info.install?.artifactKind, "npm-pack");
+    const projectModules = path.dirname(info.install.installPath);
+    assert.equal(path.basename(projectModules), "node_modules");
+    // OpenClaw linked its own package into the plugin, which names it as an
+    // optional peer: on Windows the WebAssembly build finds OpenClaw's fs-safe
+    // (its ACL reader) from there, as lib/wasi.cjs resolves it.
+    const host = fs.realpathSync(path.join(info.install.installPath, "node_modules", "openclaw"));
+    assert.equal(host, fs.realpathSync(run.runtime.openclawDir), "node_modules/openclaw is not the running OpenClaw");
+    const wasi = createRequire(path.join(info.install.installPath, "lib", "wasi.cjs"));
+    const fsSafe = createRequire(wasi.resolve("openclaw")).resolve("@openclaw/fs-safe/permissions");
+    assert.ok(fs.existsSync(fsSafe), fsSafe);
     assert.ok(info.plugin.rootDir.startsWith(run.state), `installed under the state dir, not loaded from the repo: ${info.plugin.rootDir}`);
     installedDir = info.plugin.rootDir;
     assert.deepEqual((info.diagnostics ?? []).filter((d) => /error/i.test(d.level ?? d.severity ?? "")), []);

@@ -4,6 +4,7 @@
 
 #![deny(clippy::all)]
 
+pub mod acl;
 pub mod engine;
 pub mod layer;
 pub mod log;

@@ -10,6 +10,10 @@
 //! host count only for the very file WASI opened: the host's `stat` of its
 //! path must name the same (device, inode), or the check fails.
 //!
+//! On a Windows host files have neither: there the host gives the owner and
+//! DACL instead, as OpenClaw's fs-safe reads them, and the gate decides on
+//! those ([`Access::Windows`], `crate::acl`).
+//!
 //! The WebAssembly build runs no threads of its own (the watcher polls from
 //! a JS timer), so every host call is made on the JS thread.
 
@@ -56,13 +60,36 @@ pub struct FileStat {
     pub is_file: bool,
 }
 
-/// Who owns a file and its permission bits (`mode & 0o7777`). `owner_of`
-/// fails with `Interrupted` when, on the WebAssembly build, the path no
-/// longer names the file that was opened (a rename over it meanwhile).
+/// Who owns a file and its permission bits (`mode & 0o7777`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Owner {
     pub uid: u32,
     pub mode: u32,
+}
+
+/// Who may read and write a file, in its platform's terms. `owner_of`
+/// fails with `Interrupted` when, on the WebAssembly build, the path no
+/// longer names the file that was opened (a rename over it meanwhile).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Access {
+    /// Unix, and the WebAssembly build on a Unix host: owner and mode bits.
+    Unix(Owner),
+    /// The WebAssembly build on a Windows host: the owner and DACL.
+    Windows(crate::acl::Descriptor),
+}
+
+impl Access {
+    /// How the gate's checks read it, for doctor.
+    pub fn describe(&self) -> String {
+        match self {
+            Access::Unix(o) => format!("mode {:04o}, owner uid {}", o.mode, o.uid),
+            Access::Windows(d) => format!(
+                "owner {}, {} access entries",
+                crate::acl::show(&d.owner_sid),
+                d.aces.len()
+            ),
+        }
+    }
 }
 
 fn from_libc(st: &libc::stat) -> FileStat {
@@ -253,20 +280,25 @@ mod imp {
         }
     }
 
-    pub fn owner_of(file: &File, _path: &Path) -> io::Result<Owner> {
-        let m = file.metadata()?;
-        Ok(Owner {
-            uid: m.uid(),
-            mode: m.mode() & 0o7777,
-        })
+    /// Unix files have owners and mode bits; only the WebAssembly build runs on Windows.
+    pub fn is_windows() -> bool {
+        false
     }
 
-    pub fn owner_at(path: &Path) -> io::Result<Owner> {
-        let m = std::fs::metadata(path)?;
-        Ok(Owner {
+    pub fn owner_of(file: &File, _path: &Path) -> io::Result<Access> {
+        let m = file.metadata()?;
+        Ok(Access::Unix(Owner {
             uid: m.uid(),
             mode: m.mode() & 0o7777,
-        })
+        }))
+    }
+
+    pub fn owner_at(path: &Path) -> io::Result<Access> {
+        let m = std::fs::metadata(path)?;
+        Ok(Access::Unix(Owner {
+            uid: m.uid(),
+            mode: m.mode() & 0o7777,
+        }))
     }
 
     pub fn canonicalize(path: &Path) -> io::Result<std::path::PathBuf> {
@@ -339,28 +371,51 @@ mod imp {
         host(|h| h.homedir()).ok().flatten().map(Into::into)
     }
 
-    pub fn owner_of(file: &File, path: &Path) -> io::Result<Owner> {
-        let id = fstat(file)?;
-        let st = host(|h| h.stat(path))?;
-        if (st.dev, st.ino) != (id.dev, id.ino) {
-            // Interrupted: the gate opens it again.
-            return Err(io::Error::new(
-                io::ErrorKind::Interrupted,
-                "it was replaced while it was checked",
-            ));
-        }
-        Ok(Owner {
-            uid: st.uid,
-            mode: st.mode & 0o7777,
-        })
+    /// The host is Windows (Node's `process.platform` is `win32`): files
+    /// have an owner and a DACL there, not a uid and mode bits.
+    pub fn is_windows() -> bool {
+        host(|h| Ok(h.is_windows())).unwrap_or(false)
     }
 
-    pub fn owner_at(path: &Path) -> io::Result<Owner> {
+    fn replaced() -> io::Error {
+        // Interrupted: the gate opens it again.
+        io::Error::new(
+            io::ErrorKind::Interrupted,
+            "it was replaced while it was checked",
+        )
+    }
+
+    pub fn owner_of(file: &File, path: &Path) -> io::Result<Access> {
+        let id = fstat(file)?;
+        let same = |st: &HostStat| (st.dev, st.ino) == (id.dev, id.ino);
         let st = host(|h| h.stat(path))?;
-        Ok(Owner {
+        if !same(&st) {
+            return Err(replaced());
+        }
+        if !is_windows() {
+            return Ok(Access::Unix(Owner {
+                uid: st.uid,
+                mode: st.mode & 0o7777,
+            }));
+        }
+        // The DACL is read by path: it counts only if the path still names
+        // the file that was opened once it has been read.
+        let acl = host(|h| h.windows_security(path))?;
+        if !same(&host(|h| h.stat(path))?) {
+            return Err(replaced());
+        }
+        Ok(Access::Windows(acl))
+    }
+
+    pub fn owner_at(path: &Path) -> io::Result<Access> {
+        if is_windows() {
+            return host(|h| h.windows_security(path)).map(Access::Windows);
+        }
+        let st = host(|h| h.stat(path))?;
+        Ok(Access::Unix(Owner {
             uid: st.uid,
             mode: st.mode & 0o7777,
-        })
+        }))
     }
 
     /// WASI has no realpath; the host's is Node's `fs.realpathSync`.
@@ -418,6 +473,11 @@ pub trait Host {
     fn stat(&self, path: &Path) -> io::Result<HostStat>;
     /// The effective uid; an error where the platform has none (Windows).
     fn euid(&self) -> io::Result<u32>;
+    /// Node's `process.platform` is `win32`.
+    fn is_windows(&self) -> bool;
+    /// Windows: the owner and DACL of `path` (following symlinks), as
+    /// OpenClaw's fs-safe reads them (`readOwnerAndDacl`).
+    fn windows_security(&self, path: &Path) -> io::Result<crate::acl::Descriptor>;
     fn pid(&self) -> io::Result<u32>;
     fn env_var(&self, name: &str) -> io::Result<Option<String>>;
     /// Creates `path` exclusively, mode 0600, without following a symlink,

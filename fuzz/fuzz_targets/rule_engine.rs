@@ -7,10 +7,11 @@
 #![no_main]
 
 use arbitrary::Arbitrary;
-use claw_identity_core::engine::{Engine, MapView};
+use claw_identity_core::engine::Engine;
 use claw_identity_core::options::Options;
 use claw_identity_core::redact::results::Redactor;
-use claw_identity_core::rules::{Params, ToolCall, Verdict};
+use claw_identity_core::rules::{MapView, Params, Patch, ToolCall, Verdict};
+use claw_identity_core::sessions::NoHost;
 use claw_identity_core::token_map::parse;
 use libfuzzer_sys::fuzz_target;
 
@@ -91,47 +92,54 @@ fuzz_target!(|input: Input| {
         agent_id: agent,
         session_key: input.session_key.as_deref(),
         params: &params,
+        derived_paths: &[],
     };
     let redactor = Redactor::new(all.iter().map(|(_, t)| t.as_str()));
     let view = MapView {
         map: &map,
+        generation: 0,
         loaded: input.loaded,
         stale: input.stale,
         redactor: Some(&redactor),
     };
-    let d = engine.decide(&call, &view);
+    let d = engine.decide(&call, &view, &NoHost);
 
     // What the caller sent may legitimately come back in a rewrite.
     let sent = format!(
         "{} {:?} {:?} {}",
         input.tool, agent, input.session_key, input.params_json
     );
-    match &d.verdict {
-        Verdict::Pass => {}
-        Verdict::Rewrite(patch) => {
-            for (key, value) in patch {
-                let text = value.to_string();
-                if *key == token_param {
-                    let own = agent.and_then(|a| map.get(a)).map(|t| t.expose());
-                    assert_eq!(
-                        value.as_str(),
-                        own,
-                        "the token param was set to something other than the caller's own token"
-                    );
+    // Every param a patch sets: the token param only ever to the caller's
+    // own token, from a loaded, fresh map; no other param a map token the
+    // caller did not send.
+    let check_patch = |patch: &Patch<'_>| {
+        let (set, _cleared) = patch.entries(engine.options());
+        for (key, value) in &set {
+            let text = value.to_string();
+            if *key == token_param {
+                let own = agent.and_then(|a| map.get(a)).map(|t| t.expose());
+                assert_eq!(
+                    value.as_str(),
+                    own,
+                    "the token param was set to something other than the caller's own token"
+                );
+                assert!(
+                    input.loaded && !input.stale,
+                    "injected from an unloaded or stale map"
+                );
+            } else {
+                for (owner, token) in &all {
                     assert!(
-                        input.loaded && !input.stale,
-                        "injected from an unloaded or stale map"
+                        !text.contains(token.as_str()) || sent.contains(token.as_str()),
+                        "param {key} carries the token of {owner}"
                     );
-                } else {
-                    for (owner, token) in &all {
-                        assert!(
-                            !text.contains(token.as_str()) || sent.contains(token.as_str()),
-                            "param {key} carries the token of {owner}"
-                        );
-                    }
                 }
             }
         }
+    };
+    match &d.verdict {
+        Verdict::Pass => {}
+        Verdict::Rewrite(patch) => check_patch(patch),
         Verdict::Block(reason) => {
             for (owner, token) in &all {
                 assert!(
@@ -140,13 +148,18 @@ fuzz_target!(|input: Input| {
                 );
             }
         }
-        Verdict::RequireApproval { title, description } => {
+        Verdict::RequireApproval {
+            title,
+            description,
+            then,
+        } => {
             for (owner, token) in &all {
                 assert!(
                     !has_run_of(title, token) && !has_run_of(description, token),
                     "approval text holds part of the token of {owner}"
                 );
             }
+            check_patch(then);
         }
     }
 });

@@ -1,5 +1,6 @@
 //! The WebAssembly build's [`Host`]: Node's own `fs`, through `host_fs.js`,
-//! for the owners, modes, private files and real paths WASI lacks. Every
+//! for the owners, modes, private files and real paths WASI lacks, and on
+//! Windows the owner and DACL, through OpenClaw's fs-safe. Every
 //! call is made on the JS thread (the WebAssembly build runs no threads of
 //! its own), from within an N-API callback.
 
@@ -9,19 +10,24 @@ use std::path::{Path, PathBuf};
 use napi::bindgen_prelude::*;
 
 use super::js::{Js, Kind};
+use claw_identity_core::acl::Descriptor;
 use claw_identity_core::sys::{Host, HostStat};
 
 /// `host_fs.js`'s functions, by name.
 pub struct NodeFs {
     env: Env,
+    /// Node's `process.platform` is `win32` (read once, at install).
+    windows: bool,
     methods: Vec<(
         &'static std::ffi::CStr,
         FunctionRef<Js<'static>, Js<'static>>,
     )>,
 }
 
-const METHODS: [&std::ffi::CStr; 10] = [
+const METHODS: [&std::ffi::CStr; 12] = [
     c"stat",
+    c"platform",
+    c"windowsSecurity",
     c"euid",
     c"createPrivate",
     c"mkdirPrivate",
@@ -45,7 +51,15 @@ impl NodeFs {
             };
             methods.push((name, f.create_ref()?));
         }
-        Ok(NodeFs { env: *env, methods })
+        let mut fs = NodeFs {
+            env: *env,
+            windows: false,
+            methods,
+        };
+        fs.windows = fs
+            .call(c"platform", None)
+            .is_ok_and(|v| v.first().is_some_and(|p| p == "win32"));
+        Ok(fs)
     }
 
     /// Calls `host.<name>(arg)`: the array it returns, as strings, or the
@@ -126,6 +140,22 @@ impl Host for NodeFs {
 
     fn euid(&self) -> io::Result<u32> {
         number(&self.call(c"euid", None)?, 0)
+    }
+
+    fn is_windows(&self) -> bool {
+        self.windows
+    }
+
+    fn windows_security(&self, path: &Path) -> io::Result<Descriptor> {
+        let v = self.call(c"windowsSecurity", Some(path))?;
+        let json = v
+            .first()
+            .ok_or_else(|| io::Error::other("host file system: malformed ACL"))?;
+        serde_json::from_str(json).map_err(|e| {
+            io::Error::other(format!(
+                "OpenClaw's fs-safe gave an owner and DACL of an unexpected shape ({e})"
+            ))
+        })
     }
 
     fn pid(&self) -> io::Result<u32> {

@@ -17,6 +17,7 @@ use super::{after_hook, mcp, writer, Found, Live};
 use crate::redact::shown;
 use crate::rules::map_access::ProtectMap;
 use crate::sandbox;
+use crate::sys::Access;
 use crate::token_map::{self, MapError, MapErrorKind, DEFAULT_MAX_MAP_BYTES};
 
 pub struct DoctorArgs<'a> {
@@ -135,17 +136,19 @@ pub(crate) fn parent_of(path: &Path) -> PathBuf {
     }
 }
 
-/// Mode and owner of a file that passed the gate, and of its directory.
+/// Mode and owner (or, on Windows, owner and DACL) of a file that passed the
+/// gate, and of its directory.
 fn permissions(path: &Path) -> String {
     let real = crate::sys::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     match (
         crate::sys::owner_at(&real),
         crate::sys::owner_at(&parent_of(&real)),
     ) {
-        (Ok(f), Ok(d)) => format!(
+        (Ok(Access::Unix(f)), Ok(Access::Unix(d))) => format!(
             "mode {:04o}, owner uid {}; directory mode {:04o}",
             f.mode, f.uid, d.mode
         ),
+        (Ok(f), Ok(d)) => format!("{}; directory {}", f.describe(), d.describe()),
         _ => "changed while checking".into(),
     }
 }

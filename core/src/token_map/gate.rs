@@ -5,13 +5,19 @@
 //! relative to the descriptor of the directory that was checked (`openat`),
 //! so a swap of the path between check and read cannot slip an unchecked file
 //! past us.
+//!
+//! On Windows (the WebAssembly build) files have an owner and a DACL instead
+//! of a uid and mode bits; the same checks are made on those (`crate::acl`):
+//! owned by the user, SYSTEM or Administrators, and no one else may write
+//! the map or its directory, nor read the map unless `allowGroupReadable`.
 
 use std::ffi::{CStr, CString};
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use crate::sys::{self, AsRawFd, FromRawFd, OsStrExt};
+use crate::acl::{self, Verdict};
+use crate::sys::{self, Access, AsRawFd, FromRawFd, OsStrExt};
 
 use super::{MapError, MapErrorKind};
 
@@ -30,9 +36,9 @@ pub struct MapFile {
     pub warnings: Vec<String>,
 }
 
-/// Our effective uid. `read_map` refuses to go on where it is unknown
-/// (Windows, through the WebAssembly build), so the stand-in only ever
-/// shows in a message: `(uid_t)-1` is no one's uid.
+/// Our effective uid. `read_map` checks Unix owners only where it is known
+/// (Windows has owners and DACLs instead), so the stand-in only ever shows
+/// in a message: `(uid_t)-1` is no one's uid.
 fn euid() -> u32 {
     sys::euid().unwrap_or(u32::MAX)
 }
@@ -66,9 +72,178 @@ fn owner_ok(uid: u32) -> bool {
     uid == euid() || uid == 0
 }
 
+/// What the gate checks a file for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Subject {
+    /// A directory that holds the map: its owner, and who else may write it.
+    Dir,
+    /// The map: its owner, who else may write it, and who else may read it.
+    Map,
+}
+
+/// The owner and permission checks of `path`, in its platform's terms (see
+/// the module docs). Returns the warnings to log.
+fn check_access(
+    path: &Path,
+    access: &Access,
+    subject: Subject,
+    opts: &GateOptions,
+) -> Result<Vec<String>, MapError> {
+    match access {
+        Access::Unix(o) => check_unix(path, o.uid, o.mode, subject, opts),
+        Access::Windows(d) => check_windows(path, d, subject, opts),
+    }
+}
+
+fn check_unix(
+    path: &Path,
+    uid: u32,
+    mode: u32,
+    subject: Subject,
+    opts: &GateOptions,
+) -> Result<Vec<String>, MapError> {
+    let dir = subject == Subject::Dir;
+    let what = if dir { "directory is" } else { "is" };
+    if !owner_ok(uid) {
+        return Err(unsafe_file(
+            path,
+            format!("{what} owned by uid {uid}, not by uid {} or root", euid()),
+            format!("chown {} {}", euid(), path.display()),
+        ));
+    }
+    if mode & 0o022 != 0 {
+        return Err(unsafe_file(
+            path,
+            format!("{what} writable by group or others (mode {mode:04o})"),
+            if dir {
+                format!("chmod go-w {}", path.display())
+            } else {
+                format!("chmod 600 {}", path.display())
+            },
+        ));
+    }
+    let mut warnings = Vec::new();
+    if !dir && mode & 0o044 != 0 {
+        if opts.allow_group_readable {
+            warnings.push(format!(
+                "{}: is readable by group or others (mode {mode:04o}); allowed by allowGroupReadable, but chmod 600 is safer",
+                path.display()
+            ));
+        } else {
+            return Err(unsafe_file(
+                path,
+                format!("is readable by group or others (mode {mode:04o})"),
+                format!(
+                    "chmod 600 {}, or set allowGroupReadable for a Kubernetes secret volume",
+                    path.display()
+                ),
+            ));
+        }
+    }
+    Ok(warnings)
+}
+
+fn check_windows(
+    path: &Path,
+    d: &acl::Descriptor,
+    subject: Subject,
+    opts: &GateOptions,
+) -> Result<Vec<String>, MapError> {
+    let dir = subject == Subject::Dir;
+    let what = if dir { "directory is" } else { "is" };
+    let shown = path.display();
+    // OpenClaw's own reset (fs-safe `formatIcaclsResetCommand`): full control
+    // for the user and SYSTEM only, nothing inherited.
+    let grant = if dir { "(OI)(CI)F" } else { "F" };
+    let reset = format!(
+        "icacls \"{shown}\" /inheritance:r /grant:r \"{}:{grant}\" /grant:r \"*S-1-5-18:{grant}\"",
+        d.me()
+    );
+    let (foreign_owner, writers, readers) =
+        match d.verdict() {
+            Verdict::Unverifiable(why) => return Err(unsafe_file(
+                path,
+                format!("can't tell who may write it: {why}"),
+                "keep the map on a local NTFS drive, in a folder under the gateway user's profile"
+                    .into(),
+            )),
+            Verdict::Checked {
+                foreign_owner,
+                writers,
+                readers,
+            } => (foreign_owner, writers, readers),
+        };
+    if let Some(owner) = foreign_owner {
+        return Err(unsafe_file(
+            path,
+            format!(
+                "{what} owned by {owner}, not by you ({}), SYSTEM or Administrators",
+                acl::show(&d.current_user_sid)
+            ),
+            format!("takeown /f \"{shown}\""),
+        ));
+    }
+    if !writers.is_empty() {
+        return Err(unsafe_file(
+            path,
+            format!(
+                "{what} writable by others than you, SYSTEM and Administrators: {}",
+                writers.join(", ")
+            ),
+            reset,
+        ));
+    }
+    let mut warnings = Vec::new();
+    if !dir && !readers.is_empty() {
+        let readers = readers.join(", ");
+        if opts.allow_group_readable {
+            warnings.push(format!(
+                "{shown}: is readable by others than you, SYSTEM and Administrators: {readers}; allowed by allowGroupReadable, but {reset} is safer"
+            ));
+        } else {
+            return Err(unsafe_file(
+                path,
+                format!("is readable by others than you, SYSTEM and Administrators: {readers}"),
+                format!("{reset}, or set allowGroupReadable"),
+            ));
+        }
+    }
+    Ok(warnings)
+}
+
+/// Fails unless this platform can say who may read and write a file: a
+/// uid and mode bits (Unix), or an owner and DACL (Windows). Unix facts
+/// without our own uid can't be judged.
+fn platform_checkable(path: &Path) -> Result<(), MapError> {
+    if sys::is_windows() {
+        return Ok(());
+    }
+    sys::euid().map(drop).map_err(|e| {
+        unsafe_file(
+            path,
+            format!("can't tell who may read it: {e}"),
+            "run OpenClaw where files have an owner and permission bits (Linux, macOS, WSL)".into(),
+        )
+    })
+}
+
+/// A failure to read who may use `path`. On Windows it is a refusal that
+/// says so, and how to fix it: the gate serves no map whose ACL it could not
+/// read.
+fn access_error(path: &Path, e: &std::io::Error) -> MapError {
+    if sys::is_windows() && e.kind() != std::io::ErrorKind::Interrupted {
+        return unsafe_file(
+            path,
+            format!("can't read its owner and ACL: {e}"),
+            "OpenClaw's fs-safe reads them: run claw-identity in OpenClaw, installed with `openclaw plugins install` (which links OpenClaw's package into it), and let the gateway's user run Windows PowerShell (fs-safe's way where its native helper is missing)".into(),
+        );
+    }
+    io_error(path, "fstat", e)
+}
+
 /// Opens a directory that holds the map and checks it on the descriptor:
-/// owned by us or root, not writable by group or others.
-fn open_checked_dir(dir: &Path) -> Result<File, MapError> {
+/// owned by us (or root, SYSTEM, Administrators), not writable by others.
+fn open_checked_dir(dir: &Path, opts: &GateOptions) -> Result<File, MapError> {
     let handle = sys::open_dir(dir).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => MapError::new(
             MapErrorKind::NotFound,
@@ -80,28 +255,8 @@ fn open_checked_dir(dir: &Path) -> Result<File, MapError> {
         ),
         _ => io_error(dir, "opening the directory", &e),
     })?;
-    let meta = sys::owner_of(&handle, dir).map_err(|e| io_error(dir, "fstat", &e))?;
-    if !owner_ok(meta.uid) {
-        return Err(unsafe_file(
-            dir,
-            format!(
-                "directory is owned by uid {}, not by uid {} or root",
-                meta.uid,
-                euid()
-            ),
-            format!("chown {} {}", euid(), dir.display()),
-        ));
-    }
-    if meta.mode & 0o022 != 0 {
-        return Err(unsafe_file(
-            dir,
-            format!(
-                "directory is writable by group or others (mode {:04o})",
-                meta.mode
-            ),
-            format!("chmod go-w {}", dir.display()),
-        ));
-    }
+    let access = sys::owner_of(&handle, dir).map_err(|e| access_error(dir, &e))?;
+    check_access(dir, &access, Subject::Dir, opts)?;
     Ok(handle)
 }
 
@@ -168,7 +323,12 @@ struct Swapped;
 /// Opens the map: directly inside the checked directory, or, when the name
 /// is a symlink (a Kubernetes secret volume), through the chain, after
 /// checking the directory that holds the file it leads to.
-fn open_map(path: &Path, dir: &File, name: &CStr) -> Result<Result<File, Swapped>, MapError> {
+fn open_map(
+    path: &Path,
+    dir: &File,
+    name: &CStr,
+    opts: &GateOptions,
+) -> Result<Result<File, Swapped>, MapError> {
     let opening = |e: std::io::Error| io_error(path, "opening", &e);
     match open_in(dir, name, libc::O_NOFOLLOW) {
         Ok(file) => return Ok(Ok(file)),
@@ -178,7 +338,7 @@ fn open_map(path: &Path, dir: &File, name: &CStr) -> Result<Result<File, Swapped
     let file = open_in(dir, name, 0).map_err(opening)?;
     let id = sys::fstat(&file).map_err(|e| io_error(path, "fstat", &e))?;
     let real = sys::canonicalize(path).map_err(|e| io_error(path, "resolving the symlink", &e))?;
-    let real_dir = open_checked_dir(&parent_of(&real))?;
+    let real_dir = open_checked_dir(&parent_of(&real), opts)?;
     // The checked directory must still hold the very file we opened.
     if entry_id(&real_dir, &c_name(&real)?) != Some((id.dev, id.ino)) {
         return Ok(Err(Swapped));
@@ -188,33 +348,27 @@ fn open_map(path: &Path, dir: &File, name: &CStr) -> Result<Result<File, Swapped
 
 /// Opens, checks and reads the map at `path`.
 pub fn read_map(path: &Path, opts: &GateOptions) -> Result<MapFile, MapError> {
-    if let Err(e) = sys::euid() {
-        return Err(unsafe_file(
-            path,
-            format!("can't tell who may read it: {e}"),
-            "run OpenClaw where files have an owner and permission bits (Linux, macOS, WSL)".into(),
-        ));
-    }
+    platform_checkable(path)?;
     let name = c_name(path)?;
-    let dir = open_checked_dir(&parent_of(path))?;
+    let dir = open_checked_dir(&parent_of(path), opts)?;
     // A symlink swap racing the check is retried: the swap is legitimate. So
     // is a rename over the map between the WebAssembly build's open and the
     // host's stat of the same path (see `sys::owner_of`).
     let mut opened = None;
     for _ in 0..8 {
-        let Ok(f) = open_map(path, &dir, &name)? else {
+        let Ok(f) = open_map(path, &dir, &name, opts)? else {
             continue;
         };
         match sys::owner_of(&f, path) {
-            Ok(owner) => {
-                opened = Some((f, owner));
+            Ok(access) => {
+                opened = Some((f, access));
                 break;
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(io_error(path, "fstat", &e)),
+            Err(e) => return Err(access_error(path, &e)),
         }
     }
-    let (mut file, owner) = opened.ok_or_else(|| {
+    let (mut file, access) = opened.ok_or_else(|| {
         MapError::new(
             MapErrorKind::Io,
             format!(
@@ -232,43 +386,7 @@ pub fn read_map(path: &Path, opts: &GateOptions) -> Result<MapFile, MapError> {
             "replace it with a regular file, or a symlink to one".into(),
         ));
     }
-    if !owner_ok(owner.uid) {
-        return Err(unsafe_file(
-            path,
-            format!(
-                "is owned by uid {}, not by uid {} or root",
-                owner.uid,
-                euid()
-            ),
-            format!("chown {} {}", euid(), path.display()),
-        ));
-    }
-    let mode = owner.mode;
-    if mode & 0o022 != 0 {
-        return Err(unsafe_file(
-            path,
-            format!("is writable by group or others (mode {mode:04o})"),
-            format!("chmod 600 {}", path.display()),
-        ));
-    }
-    let mut warnings = Vec::new();
-    if mode & 0o044 != 0 {
-        if opts.allow_group_readable {
-            warnings.push(format!(
-                "{}: is readable by group or others (mode {mode:04o}); allowed by allowGroupReadable, but chmod 600 is safer",
-                path.display()
-            ));
-        } else {
-            return Err(unsafe_file(
-                path,
-                format!("is readable by group or others (mode {mode:04o})"),
-                format!(
-                    "chmod 600 {}, or set allowGroupReadable for a Kubernetes secret volume",
-                    path.display()
-                ),
-            ));
-        }
-    }
+    let warnings = check_access(path, &access, Subject::Map, opts)?;
     let too_large = || {
         MapError::new(
             MapErrorKind::TooLarge,
@@ -527,6 +645,125 @@ mod tests {
             .unwrap_err()
             .message
             .contains("not a file path"));
+    }
+
+    // Windows: the same checks on the owner and DACL the host reads (the
+    // WebAssembly build on Windows; the gate's wiring there is tested
+    // through that build with the platform faked, __test__/windows.test.mjs).
+    const ME: &str = "s-1-5-21-1-2-3-1001";
+
+    fn windows(owner: &str, aces: &[(&str, u32)]) -> Access {
+        let ace = |(sid, mask): &(&str, u32)| acl::Ace {
+            sid: (*sid).into(),
+            mask: *mask,
+            ace_type: acl::AceType::Allow,
+            flags: acl::AceFlags {
+                inherit_only: false,
+            },
+        };
+        Access::Windows(acl::Descriptor {
+            owner_sid: owner.into(),
+            current_user_sid: ME.into(),
+            dacl_present: true,
+            is_local: true,
+            complete: true,
+            unsupported_ace_types: vec![],
+            aces: aces.iter().map(ace).collect(),
+        })
+    }
+
+    const PRIVATE: [(&str, u32); 3] = [
+        (acl::SYSTEM, 0x1f01ff),
+        (acl::ADMINISTRATORS, 0x1f01ff),
+        (ME, 0x1f01ff),
+    ];
+
+    #[test]
+    fn windows_a_map_only_its_owner_system_and_administrators_reach_is_served() {
+        let p = Path::new(r"C:\Users\gw\.config\micelclaw\agent-tokens.json");
+        for subject in [Subject::Dir, Subject::Map] {
+            let w = check_access(p, &windows(ME, &PRIVATE), subject, &opts()).unwrap();
+            assert!(w.is_empty());
+        }
+    }
+
+    #[test]
+    fn windows_a_map_others_may_write_is_refused_naming_them_with_the_icacls_fix() {
+        let p = Path::new(r"C:\maps\m.json");
+        let mut aces = PRIVATE.to_vec();
+        aces.push(("s-1-5-11", 0x1301bf)); // Authenticated Users: Modify
+        for subject in [Subject::Map, Subject::Dir] {
+            let e = check_access(p, &windows(ME, &aces), subject, &opts()).unwrap_err();
+            assert_eq!(e.kind, MapErrorKind::Unsafe);
+            assert!(e.message.contains("writable by others than you, SYSTEM and Administrators: Authenticated Users (S-1-5-11)"), "{e}");
+            let grant = if subject == Subject::Dir {
+                "(OI)(CI)F"
+            } else {
+                "F"
+            };
+            assert!(e.message.contains(&format!(r#"(fix: icacls "C:\maps\m.json" /inheritance:r /grant:r "*S-1-5-21-1-2-3-1001:{grant}" /grant:r "*S-1-5-18:{grant}")"#)), "{e}");
+        }
+    }
+
+    #[test]
+    fn windows_a_map_others_may_read_is_refused_unless_allowed_and_a_directory_they_may_read_is_fine(
+    ) {
+        let p = Path::new(r"C:\maps\m.json");
+        let mut aces = PRIVATE.to_vec();
+        aces.push(("s-1-5-32-545", 0x1200a9)); // Users: Read & execute
+        let e = check_access(p, &windows(ME, &aces), Subject::Map, &opts()).unwrap_err();
+        assert!(
+            e.message.contains(
+                "is readable by others than you, SYSTEM and Administrators: Users (S-1-5-32-545)"
+            ),
+            "{e}"
+        );
+        let allowed = GateOptions {
+            allow_group_readable: true,
+            ..opts()
+        };
+        let w = check_access(p, &windows(ME, &aces), Subject::Map, &allowed).unwrap();
+        assert_eq!(w.len(), 1);
+        assert!(w[0].contains("allowed by allowGroupReadable"), "{w:?}");
+        assert!(check_access(p, &windows(ME, &aces), Subject::Dir, &opts())
+            .unwrap()
+            .is_empty());
+    }
+
+    #[test]
+    fn windows_a_map_owned_by_another_user_is_refused_with_takeown() {
+        let p = Path::new(r"C:\maps\m.json");
+        let e = check_access(
+            p,
+            &windows("s-1-5-21-1-2-3-1002", &PRIVATE),
+            Subject::Map,
+            &opts(),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("is owned by S-1-5-21-1-2-3-1002, not by you (S-1-5-21-1-2-3-1001), SYSTEM or Administrators"), "{e}");
+        assert!(
+            e.message.contains(r#"(fix: takeown /f "C:\maps\m.json")"#),
+            "{e}"
+        );
+        for owner in [acl::SYSTEM, acl::ADMINISTRATORS] {
+            assert!(check_access(p, &windows(owner, &PRIVATE), Subject::Map, &opts()).is_ok());
+        }
+    }
+
+    #[test]
+    fn windows_an_acl_that_cannot_be_verified_is_refused() {
+        let p = Path::new(r"\\server\share\m.json");
+        let Access::Windows(mut d) = windows(ME, &PRIVATE) else {
+            unreachable!()
+        };
+        d.is_local = false;
+        let e = check_access(p, &Access::Windows(d), Subject::Map, &opts()).unwrap_err();
+        assert_eq!(e.kind, MapErrorKind::Unsafe);
+        assert!(
+            e.message
+                .contains("can't tell who may write it: it is on a network share"),
+            "{e}"
+        );
     }
 
     #[test]
