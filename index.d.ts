@@ -412,14 +412,11 @@ export interface Explanation {
  * call, by the same `Engine::decide` the hook runs. Throws when the plugin
  * could not run with the given config.
  */
-export function explain(options: {
-  tool: string;
-  agent?: string;
-  params?: Record<string, unknown>;
-  sessionKey?: string;
-  map?: string;
-  config?: string;
-}): { ok: boolean; text: string; report: Explanation };
+export function explain(options: { tool: string; agent?: string; params?: Record<string, unknown>; sessionKey?: string; map?: string; config?: string }): {
+  ok: boolean;
+  text: string;
+  report: Explanation;
+};
 
 /** One finding, in OpenClaw's `SecurityAuditFinding` shape. Never holds a token. */
 export interface AuditFinding {

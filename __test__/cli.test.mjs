@@ -49,8 +49,7 @@ function config(dir, body) {
   return file;
 }
 
-const header = (map, cfg) =>
-  `claw-identity doctor (as uid ${UID})\n  map     ${map}\n${cfg ? `  config  ${cfg}\n` : ''}\n`;
+const header = (map, cfg) => `claw-identity doctor (as uid ${UID})\n  map     ${map}\n${cfg ? `  config  ${cfg}\n` : ''}\n`;
 const gateOk = (fileMode = '0600', dirMode = '0700') =>
   `ok    map file: passes the permission gate (mode ${fileMode}, owner uid ${UID}; directory mode ${dirMode})\n`;
 const ONE_PROBLEM = '1 problem stops token injection; fix it and run doctor again\n';
@@ -87,17 +86,20 @@ test('doctor on a healthy map: the agents by fingerprint, exit 0', () => {
   assertNoTokenIn(r.stdout);
 });
 
-test('doctor with a config says what the agents\' own tools cannot reach, and by which rule', () => {
+test("doctor with a config says what the agents' own tools cannot reach, and by which rule", () => {
   const { dir, map } = healthy();
   const cfg = config(dir, `{ plugins: { entries: { 'claw-identity': { enabled: true, config: { tokenMapPath: ${JSON.stringify(map)} } } } } }`);
   const r = cli(['doctor', '--config', cfg]);
   assert.ok(r.guarded, r.stdout);
   assert.match(r.guarded, new RegExp(`  map-access     read, write the token map \\(${map.replaceAll('/', '\\/').replaceAll('.', '\\.')}\\)\n`));
-  assert.match(r.guarded, /  map-access     read, write the token map's directory /);
+  assert.match(r.guarded, / {2}map-access {5}read, write the token map's directory /);
   assert.match(r.guarded, new RegExp(`  layer-controls read, write OpenClaw's config file \\(${HOME}/\\.openclaw/openclaw\\.json\\)\n`));
-  assert.match(r.guarded, /  layer-controls write       OpenClaw's plugin installs /);
+  assert.match(r.guarded, / {2}layer-controls write {7}OpenClaw's plugin installs /);
   const json = JSON.parse(cli(['doctor', '--config', cfg, '--json']).stdout);
-  assert.ok(json.guarded.some((g) => g.rule === 'layer-controls' && g.refused === 'read, write' && g.path === `${HOME}/.openclaw/openclaw.json`), JSON.stringify(json.guarded));
+  assert.ok(
+    json.guarded.some((g) => g.rule === 'layer-controls' && g.refused === 'read, write' && g.path === `${HOME}/.openclaw/openclaw.json`),
+    JSON.stringify(json.guarded),
+  );
 });
 
 test('doctor with a healthy config: enablement, plugin config and configured agents, exit 0', () => {
@@ -149,13 +151,13 @@ test('doctor on a missing map: how to create it, exit 1', () => {
   );
 });
 
-test('doctor without --map checks the plugin\'s default map under HOME', () => {
+test("doctor without --map checks the plugin's default map under HOME", () => {
   const r = cli(['doctor']);
   assert.equal(r.code, 1);
   assert.ok(r.stdout.startsWith(header(path.join(HOME, '.config/micelclaw/agent-tokens.json'))), r.stdout);
 });
 
-test('doctor on bad JSON: the parser\'s position, exit 1', () => {
+test("doctor on bad JSON: the parser's position, exit 1", () => {
   const { map } = healthy();
   writeMap(map, '{"paco--francis": ');
   const r = cli(['doctor', '--map', map]);
@@ -370,10 +372,7 @@ test('doctor on configured agents without a token: each named, listed as (no tok
 
 test('doctor on an invalid plugin config: the option named, and the map still checked', () => {
   const { dir, map } = healthy();
-  const cfg = config(
-    dir,
-    `{ plugins: { entries: { "claw-identity": { enabled: true, config: { tokenMapPath: "${map}", tokenMap: "x" } } } } }`,
-  );
+  const cfg = config(dir, `{ plugins: { entries: { "claw-identity": { enabled: true, config: { tokenMapPath: "${map}", tokenMap: "x" } } } } }`);
   const r = cli(['doctor', '--config', cfg, '--map', map]);
   assert.equal(r.code, 1);
   assert.match(r.stdout, /^FAIL {2}plugin config: plugins\.entries\.claw-identity\.config is invalid: unknown option "tokenMap"; known options are /m);
@@ -430,10 +429,16 @@ test('doctor --json: the same report as data', () => {
 function assertSameAsHook(layer, cfg, tokens, { agent, tool, params, sessionKey }, what) {
   const hook = layer.beforeToolCall({ toolName: tool, params: { auth_token: 'from-the-model', ...params } }, { agentId: agent, sessionKey });
   const r = cli([
-    'explain', '--config', cfg, '--tool', tool, '--json',
+    'explain',
+    '--config',
+    cfg,
+    '--tool',
+    tool,
+    '--json',
     ...(agent === undefined ? [] : ['--agent', agent]),
     ...(sessionKey === undefined ? [] : ['--session-key', sessionKey]),
-    '--params', JSON.stringify({ auth_token: 'from-the-model', ...params }),
+    '--params',
+    JSON.stringify({ auth_token: 'from-the-model', ...params }),
   ]);
   const e = JSON.parse(r.stdout);
   if (hook === undefined) {
@@ -451,7 +456,11 @@ function assertSameAsHook(layer, cfg, tokens, { agent, tool, params, sessionKey 
       const got = hook.params[param];
       assertSameToken(value.startsWith('sha256:') ? `sha256:${fingerprint(got)}` : JSON.stringify(got), value, `${what} ${param}`);
     }
-    assert.equal(e.sets.some((s) => s.param === 'auth_token'), e.token.status === 'injected', what);
+    assert.equal(
+      e.sets.some((s) => s.param === 'auth_token'),
+      e.token.status === 'injected',
+      what,
+    );
   }
   const injected = Object.hasOwn(tokens, agent ?? '') && hook?.params?.auth_token === tokens[agent];
   assert.equal(injected, e.token.status === 'injected', what);
@@ -460,10 +469,13 @@ function assertSameAsHook(layer, cfg, tokens, { agent, tool, params, sessionKey 
   return e.decision;
 }
 
-test('explain takes the hook\'s decision: same verdict, same token (by fingerprint), same block reason', () => {
+test("explain takes the hook's decision: same verdict, same token (by fingerprint), same block reason", () => {
   for (const onMissingToken of ['pass', 'block']) {
     const { dir, map, tokens } = healthy();
-    const cfg = config(dir, `{ plugins: { entries: { "claw-identity": { enabled: true, config: { tokenMapPath: "${map}", onMissingToken: "${onMissingToken}" } } } } }`);
+    const cfg = config(
+      dir,
+      `{ plugins: { entries: { "claw-identity": { enabled: true, config: { tokenMapPath: "${map}", onMissingToken: "${onMissingToken}" } } } } }`,
+    );
     const layer = new IdentityLayer({ tokenMapPath: map, onMissingToken, logger: { info() {}, warn() {}, error() {} } });
     try {
       for (const agent of [FRANCIS, DALI, 'ghost', undefined]) {
@@ -477,7 +489,7 @@ test('explain takes the hook\'s decision: same verdict, same token (by fingerpri
   }
 });
 
-test('explain takes the hook\'s decision for the rules that read params and the session', () => {
+test("explain takes the hook's decision for the rules that read params and the session", () => {
   const { dir, map, tokens } = healthy();
   const cfg = config(dir, `{ plugins: { entries: { "claw-identity": { enabled: true, config: { tokenMapPath: "${map}" } } } } }`);
   const layer = new IdentityLayer({ tokenMapPath: map, logger: { info() {}, warn() {}, error() {} } });
@@ -559,13 +571,18 @@ test('explain on a tool that carries no token: pass, no rule, exit 0', () => {
   );
 });
 
-test('explain on a map the plugin cannot load: the gate\'s reason, and no token, exit 1', () => {
+test("explain on a map the plugin cannot load: the gate's reason, and no token, exit 1", () => {
   const { map } = healthy();
   fs.chmodSync(map, 0o640);
   const r = cli(['explain', '--map', map, '--agent', FRANCIS, '--tool', 'claw-os__claw_notes']);
   assert.equal(r.code, 1);
   const lines = r.stdout.split('\n');
-  assert.ok(lines.includes(`  map       ${map} (not loaded: ${map}: is readable by group or others (mode 0640); refusing to load it (fix: chmod 600 ${map}, or set allowGroupReadable for a Kubernetes secret volume))`), r.stdout);
+  assert.ok(
+    lines.includes(
+      `  map       ${map} (not loaded: ${map}: is readable by group or others (mode 0640); refusing to load it (fix: chmod 600 ${map}, or set allowGroupReadable for a Kubernetes secret volume))`,
+    ),
+    r.stdout,
+  );
   assert.ok(lines.includes('  token     missing: the map could not be loaded, so no agent has a token'), r.stdout);
   assert.ok(lines.includes('  decision  pass'), r.stdout);
 });
@@ -676,7 +693,10 @@ test('audit prints the security findings for a config, each with its fix, most s
   assert.equal(guarded?.severity, 'info');
   assert.match(guarded.detail, /^the token map \(.+\): read, write refused by map-access; /);
   const findings = all.filter((f) => f !== guarded);
-  assert.deepEqual(findings.map((f) => f.checkId), ['claw-identity.allow_group_readable']);
+  assert.deepEqual(
+    findings.map((f) => f.checkId),
+    ['claw-identity.allow_group_readable'],
+  );
   const [f] = findings;
   assert.equal(f.severity, 'warn');
   assert.equal(
@@ -690,7 +710,12 @@ test('audit prints the security findings for a config, each with its fix, most s
   const clean = config(dir, fs.readFileSync(cfg, 'utf8').replace('allowGroupReadable: true', 'allowGroupReadable: false'));
   const ok = cli(['audit', '--config', clean]);
   assert.equal(ok.code, 0, ok.stdout);
-  assert.match(ok.stdout, new RegExp(`^claw-identity audit\\n  config  ${clean.replaceAll('.', '\\.')}\\n\\nINFO      claw-identity\\.guarded_locations: [^\\n]+\\n {10}[^\\n]+\\n {10}fix: [^\\n]+\\n$`));
+  assert.match(
+    ok.stdout,
+    new RegExp(
+      `^claw-identity audit\\n  config  ${clean.replaceAll('.', '\\.')}\\n\\nINFO      claw-identity\\.guarded_locations: [^\\n]+\\n {10}[^\\n]+\\n {10}fix: [^\\n]+\\n$`,
+    ),
+  );
 
   // The standalone command has no gateway config of its own.
   const usage = cli(['audit']);

@@ -39,8 +39,7 @@ function setup(t, options = {}, dir = tempDir()) {
   return { dir, file, gen0, log, layer };
 }
 
-const call = (layer, agentId) =>
-  layer.beforeToolCall({ toolName: 'claw-os__claw_notes', params: { note: 'hi', auth_token: 'model-wrote-this' } }, { agentId });
+const call = (layer, agentId) => layer.beforeToolCall({ toolName: 'claw-os__claw_notes', params: { note: 'hi', auth_token: 'model-wrote-this' } }, { agentId });
 const tokenOf = (layer, agent) => call(layer, agent)?.params?.auth_token;
 const serves = (layer, gen) => AGENTS.every((a) => tokenOf(layer, a) === gen[a]);
 
@@ -355,7 +354,11 @@ test('bytes that are not UTF-8 refuse the whole file; a UTF-8 BOM is ignored', a
   const cases = [
     ['an invalid byte inside a key', latin1Id, /invalid unicode code point at line 1 column 6;/],
     ['UTF-16 with its BOM', Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(JSON.stringify(gen1), 'utf16le')]), /expected value at line 1 column 1;/],
-    ['an invalid byte between entries', Buffer.concat([json.subarray(0, 1), Buffer.from([0xff]), json.subarray(1)]), /key must be a string at line 1 column 2;/],
+    [
+      'an invalid byte between entries',
+      Buffer.concat([json.subarray(0, 1), Buffer.from([0xff]), json.subarray(1)]),
+      /key must be a string at line 1 column 2;/,
+    ],
     ['two BOMs', Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf, 0xef, 0xbb, 0xbf]), json]), /expected value at line 1 column 1;/],
   ];
   for (const [what, bytes, why] of cases) {
@@ -407,7 +410,9 @@ test('one token for two agents refuses the whole file, whether they belong to tw
   ];
   for (const [what, map, first, second] of cases) {
     writeMapAtomic(s.file, map);
-    const why = new RegExp(`^.*agents "${first}" and "${second}" have the same token \\(sha256:${fp}\\), so its owner is ambiguous; give each agent its own token$`);
+    const why = new RegExp(
+      `^.*agents "${first}" and "${second}" have the same token \\(sha256:${fp}\\), so its owner is ambiguous; give each agent its own token$`,
+    );
     await refused(s.layer, -1, why, `a token shared by ${what} to be refused`);
     // The last good map stays in force, its unambiguous entries included.
     assertServes(s.layer, s.gen0, `during (a token shared by ${what})`);

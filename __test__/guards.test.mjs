@@ -49,12 +49,13 @@ function withOpenClawHome(home, f) {
   try {
     return f();
   } finally {
-    for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k];
-    else process.env[k] = v;
+    for (const [k, v] of Object.entries(saved))
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
   }
 }
 
-test('file: URLs are read as Node\'s fileURLToPath reads them: a host, a query, a fragment, backslashes, a tab', () => {
+test("file: URLs are read as Node's fileURLToPath reads them: a host, a query, a fragment, backslashes, a tab", () => {
   const s = setup();
   const tail = s.file.slice(1);
   for (const url of [
@@ -148,7 +149,7 @@ test('apply_patch headers after a U+FEFF (which JS trim() takes off) are checked
   s.layer.close();
 });
 
-test("every media key of message, and every tool of OpenClaw 2026.9.6 that reads a host path, is checked", () => {
+test('every media key of message, and every tool of OpenClaw 2026.9.6 that reads a host path, is checked', () => {
   const s = setup();
   for (const [tool, params] of [
     ['message', { action: 'send', mediaUrl: s.file }],
@@ -238,7 +239,9 @@ test('every token in force in the last five minutes stays redacted, whatever the
     const t = randomToken();
     seen.push(t);
     writeMapAtomic(s.file, { ...s.tokens, [FRANCIS]: t });
-    await waitFor(() => layer.beforeToolCall({ toolName: 'claw-os__x', params: {} }, { agentId: FRANCIS })?.params?.auth_token === t, { what: `rotation ${i}` });
+    await waitFor(() => layer.beforeToolCall({ toolName: 'claw-os__x', params: {} }, { agentId: FRANCIS })?.params?.auth_token === t, {
+      what: `rotation ${i}`,
+    });
   }
   for (const t of seen) {
     const r = redactToolResult({ toolName: 'exec', result: { content: [{ type: 'text', text: `old: ${t}` }] } });
@@ -257,7 +260,9 @@ test('the tokens of a map the layer refuses (a duplicate id, a shared token, uns
   assert.equal(r?.result?.content?.[0]?.text, `sha256:${fingerprint(shared)}`);
   const unsafe = randomToken();
   writeMap(s.file, { a: unsafe }, 0o666);
-  await waitFor(() => redactToolResult({ toolName: 'exec', result: { content: [{ type: 'text', text: unsafe }] } }) !== undefined, { what: 'the unsafe map\'s token redacted' });
+  await waitFor(() => redactToolResult({ toolName: 'exec', result: { content: [{ type: 'text', text: unsafe }] } }) !== undefined, {
+    what: "the unsafe map's token redacted",
+  });
   s.layer.close();
 });
 
@@ -280,7 +285,10 @@ test('explain takes the very decision the hook takes', () => {
   const s = setup();
   const configFile = path.join(tempDir(), 'openclaw.json');
   const entries = { [FRANCIS]: { workspace: s.workspace }, 'paco--dali': {}, 'pepito--atlas': {} };
-  fs.writeFileSync(configFile, JSON.stringify({ agents: { entries }, plugins: { entries: { 'claw-identity': { enabled: true, config: { tokenMapPath: s.file } } } } }));
+  fs.writeFileSync(
+    configFile,
+    JSON.stringify({ agents: { entries }, plugins: { entries: { 'claw-identity': { enabled: true, config: { tokenMapPath: s.file } } } } }),
+  );
   const layer = new IdentityLayer({ tokenMapPath: s.file, logger: captureLogger().logger, openclawConfig: { agents: { entries } } });
   const kind = (r) => (r === undefined ? 'pass' : r.block ? 'block' : r.requireApproval ? 'ask' : 'rewrite');
   const cases = [

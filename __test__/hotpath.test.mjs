@@ -31,7 +31,7 @@ test('the per-call info line is logged before beforeToolCall returns', () => {
   layer.close();
 });
 
-test('a missing agent\'s warning is logged during the call too', () => {
+test("a missing agent's warning is logged during the call too", () => {
   const log = captureLogger();
   const { layer } = setup(log.logger);
   const before = log.lines.length;
@@ -129,7 +129,13 @@ function counted(fields, reads) {
   const o = {};
   for (const [k, v] of Object.entries(fields)) {
     reads[k] = 0;
-    Object.defineProperty(o, k, { get: () => (reads[k]++, v), enumerable: true });
+    Object.defineProperty(o, k, {
+      get: () => {
+        reads[k]++;
+        return v;
+      },
+      enumerable: true,
+    });
   }
   return o;
 }

@@ -21,7 +21,7 @@ function setup(options = {}) {
 
 const notes = (params = { note: 'hi', auth_token: 'x'.repeat(42) }) => ({ toolName: 'claw-os__claw_notes', params });
 
-test('an owned tool gets the calling agent\'s token, whatever the model wrote', () => {
+test("an owned tool gets the calling agent's token, whatever the model wrote", () => {
   const { layer, tokens } = setup();
   const r = layer.beforeToolCall(notes(), { agentId: FRANCIS });
   assert.equal(r.params.auth_token, tokens[FRANCIS]);
@@ -57,6 +57,7 @@ test('a params object with an own __proto__ key is copied as spread would, witho
   const r = layer.beforeToolCall(notes(params), { agentId: FRANCIS });
   assert.equal(Object.getPrototypeOf(r.params), Object.prototype);
   assert.ok(Object.hasOwn(r.params, '__proto__'));
+  // biome-ignore lint/suspicious/noProto: the test is about an own __proto__ key
   assert.deepEqual(r.params.__proto__, { polluted: true });
   assert.equal(r.params.x, 1);
   assert.equal(r.params.auth_token, tokens[FRANCIS]);
@@ -93,7 +94,7 @@ function assertRunsWithoutToken(r, msg) {
   assert.equal(r.params.note, 'hi', msg);
 }
 
-test('an agent missing from the map runs without the model\'s token by default', async () => {
+test("an agent missing from the map runs without the model's token by default", async () => {
   const { layer, log } = setup();
   assertRunsWithoutToken(layer.beforeToolCall(notes(), { agentId: 'paco--ghost' }));
   assert.equal(layer.beforeToolCall(notes({ note: 'hi' }), { agentId: 'paco--ghost' }), undefined, 'nothing to take out');
@@ -136,14 +137,41 @@ test('onMissingToken "block" still injects for agents in the map', () => {
 
 test('it never throws, whatever it is given', () => {
   const { layer } = setup({ onMissingToken: 'block' });
-  const hostile = new Proxy({}, { get() { throw new Error('boom'); } });
-  const getterThrows = { toolName: 'claw-os__claw_notes', get params() { throw new Error('params getter'); } };
-  const throwingParams = { toolName: 'claw-os__claw_notes', params: { get x() { throw new Error('x getter'); } } };
+  const hostile = new Proxy(
+    {},
+    {
+      get() {
+        throw new Error('boom');
+      },
+    },
+  );
+  const getterThrows = {
+    toolName: 'claw-os__claw_notes',
+    get params() {
+      throw new Error('params getter');
+    },
+  };
+  const throwingParams = {
+    toolName: 'claw-os__claw_notes',
+    params: {
+      get x() {
+        throw new Error('x getter');
+      },
+    },
+  };
   const cases = [
-    [undefined, undefined], [null, null], [{}, {}], [5, 'x'], ['str', []],
-    [{ toolName: 42 }, { agentId: FRANCIS }], [{ toolName: null }, { agentId: FRANCIS }],
+    [undefined, undefined],
+    [null, null],
+    [{}, {}],
+    [5, 'x'],
+    ['str', []],
+    [{ toolName: 42 }, { agentId: FRANCIS }],
+    [{ toolName: null }, { agentId: FRANCIS }],
     [{ toolName: 'claw-os__claw_notes', params: 5 }, 7],
-    [hostile, { agentId: FRANCIS }], [notes(), hostile], [getterThrows, { agentId: FRANCIS }], [throwingParams, { agentId: FRANCIS }],
+    [hostile, { agentId: FRANCIS }],
+    [notes(), hostile],
+    [getterThrows, { agentId: FRANCIS }],
+    [throwingParams, { agentId: FRANCIS }],
     [{ toolName: 'claw-os__' + 'x'.repeat(100_000), params: {} }, { agentId: FRANCIS }],
     [notes(), { agentId: 'x'.repeat(100_000) }],
     [notes(), { agentId: 'paco--francis\u0000evil' }],
@@ -157,7 +185,15 @@ test('it never throws, whatever it is given', () => {
 
 test('an internal failure on an owned call fails closed under onMissingToken "block"', () => {
   const { layer, log } = setup({ onMissingToken: 'block' });
-  const r = layer.beforeToolCall({ toolName: 'claw-os__claw_notes', get params() { throw new Error('params getter'); } }, { agentId: FRANCIS });
+  const r = layer.beforeToolCall(
+    {
+      toolName: 'claw-os__claw_notes',
+      get params() {
+        throw new Error('params getter');
+      },
+    },
+    { agentId: FRANCIS },
+  );
   assert.equal(r.block, true);
   assert.match(r.blockReason, /^auth-token: /);
   assert.equal(layer.stats().internalErrors, 1);
@@ -167,13 +203,26 @@ test('an internal failure on an owned call fails closed under onMissingToken "bl
 
 test('an internal failure fails closed even under onMissingToken "pass"', () => {
   const { layer } = setup();
-  const params = { message: 'hi', get agentId() { throw new Error('agentId getter'); } };
+  const params = {
+    message: 'hi',
+    get agentId() {
+      throw new Error('agentId getter');
+    },
+  };
   const r = layer.beforeToolCall({ toolName: 'sessions_send', params }, { agentId: FRANCIS });
   recordEmitted('blockReason', r?.blockReason);
   assert.equal(r?.block, true);
   assert.match(r.blockReason, /^claw-identity: claw-identity could not decide this call/);
   // An owned MCP tool fails closed too: passing it could send the model's own auth_token.
-  const p = layer.beforeToolCall({ toolName: 'claw-os__claw_notes', get params() { throw new Error('x'); } }, { agentId: FRANCIS });
+  const p = layer.beforeToolCall(
+    {
+      toolName: 'claw-os__claw_notes',
+      get params() {
+        throw new Error('x');
+      },
+    },
+    { agentId: FRANCIS },
+  );
   assert.equal(p?.block, true);
   assert.match(p.blockReason, /^auth-token: claw-identity could not decide this call/);
   layer.close();
@@ -195,11 +244,14 @@ test('toolPrefix may be a list, and tokenParam renames the parameter', () => {
 });
 
 test('unknown options are an error that names every one of them', () => {
-  assert.throws(() => new IdentityLayer({ tokenMap: 'x', prefix: 'y' }), (e) => {
-    assert.match(e.message, /unknown options/);
-    assert.ok(e.message.includes('"tokenMap"') && e.message.includes('"prefix"'), e.message);
-    return true;
-  });
+  assert.throws(
+    () => new IdentityLayer({ tokenMap: 'x', prefix: 'y' }),
+    (e) => {
+      assert.match(e.message, /unknown options/);
+      assert.ok(e.message.includes('"tokenMap"') && e.message.includes('"prefix"'), e.message);
+      return true;
+    },
+  );
   assert.throws(() => new IdentityLayer({ onMissingToken: 'deny' }), /onMissingToken|unknown variant/);
   assert.throws(() => new IdentityLayer({ toolPrefix: '' }), /toolPrefix/);
   assert.throws(() => new IdentityLayer({ logger: {} }), /logger must have info, warn and error/);

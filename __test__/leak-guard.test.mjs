@@ -33,9 +33,21 @@ function runSuite(body) {
 }
 
 const cases = [
-  ['a log line holding 16 characters of a token, in upper case', `h.recordEmitted('log.warn', 'x ' + h.randomToken().slice(20, 36).toUpperCase())`, /leak guard: log\.warn holds 16 characters of a token \(sha256:[0-9a-f]{12}\)/],
-  ['a token written through writeMap, printed on stdout', `const t = 'c'.repeat(64); h.writeMap(path.join(h.tempDir(), 'm.json'), { a: t }); console.log('oops ' + t.slice(0, 16));`, /leak guard: stdout holds/],
-  ['stats() holding a token (here, in the map path)', `const t = h.randomToken(); const d = h.tempDir(); const l = new IdentityLayer({ tokenMapPath: path.join(d, t + '.json'), logger: { info() {}, warn() {}, error() {} } }); l.stats(); l.close();`, /leak guard: IdentityLayer\.stats holds/],
+  [
+    'a log line holding 16 characters of a token, in upper case',
+    `h.recordEmitted('log.warn', 'x ' + h.randomToken().slice(20, 36).toUpperCase())`,
+    /leak guard: log\.warn holds 16 characters of a token \(sha256:[0-9a-f]{12}\)/,
+  ],
+  [
+    'a token written through writeMap, printed on stdout',
+    `const t = 'c'.repeat(64); h.writeMap(path.join(h.tempDir(), 'm.json'), { a: t }); console.log('oops ' + t.slice(0, 16));`,
+    /leak guard: stdout holds/,
+  ],
+  [
+    'stats() holding a token (here, in the map path)',
+    `const t = h.randomToken(); const d = h.tempDir(); const l = new IdentityLayer({ tokenMapPath: path.join(d, t + '.json'), logger: { info() {}, warn() {}, error() {} } }); l.stats(); l.close();`,
+    /leak guard: IdentityLayer\.stats holds/,
+  ],
 ];
 
 for (const [what, body, expected] of cases) {
@@ -47,7 +59,9 @@ for (const [what, body, expected] of cases) {
 }
 
 test('the leak guard passes a suite that shows only fingerprints and short hex', () => {
-  const r = runSuite(`const t = h.randomToken(); h.recordEmitted('log.info', 'token sha256:' + fingerprint(t) + ' abc123 ' + 'f'.repeat(15)); console.log(h.fingerprint(t));`);
+  const r = runSuite(
+    `const t = h.randomToken(); h.recordEmitted('log.info', 'token sha256:' + fingerprint(t) + ' abc123 ' + 'f'.repeat(15)); console.log(h.fingerprint(t));`,
+  );
   assert.equal(r.guard, undefined);
   assert.equal(r.status, 0);
 });
@@ -63,7 +77,12 @@ test('a token the model pastes into guarded params is never echoed', async () =>
   writeMap(file, { [FRANCIS]: randomToken(), 'pepito--atlas': atlasToken });
   const log = captureLogger();
   // The session store fails, quoting the key: the failure reason and its log line are echoed too.
-  const sessions = { async ensure(_agent, key) { throw new Error(`cannot create ${key}`); }, spawnerOf: () => undefined };
+  const sessions = {
+    async ensure(_agent, key) {
+      throw new Error(`cannot create ${key}`);
+    },
+    spawnerOf: () => undefined,
+  };
   const layers = [
     new IdentityLayer({ tokenMapPath: file, logger: log.logger, sessions }),
     new IdentityLayer({ tokenMapPath: file, logger: log.logger, sessions, rules: { crossUserSend: { grants: { 'paco--*': { 'pepito--*': 'ask' } } } } }),

@@ -25,14 +25,18 @@ function load({ platform = process.platform, arch = process.arch, glibc }) {
   const fake = `
     Object.defineProperty(process, 'platform', { value: ${JSON.stringify(platform)} });
     Object.defineProperty(process, 'arch', { value: ${JSON.stringify(arch)} });
-    ${glibc === undefined ? '' : `
+    ${
+      glibc === undefined
+        ? ''
+        : `
     const real = process.report.getReport.bind(process.report);
     process.report.getReport = () => {
       const r = real();
       r.header.glibcVersionRuntime = ${JSON.stringify(glibc ?? undefined)};
       if (${glibc === null}) delete r.header.glibcVersionRuntime;
       return r;
-    };`}`;
+    };`
+    }`;
   const script = `
     import fs from 'node:fs';
     import path from 'node:path';
@@ -106,7 +110,10 @@ test("the entries refuse a Node outside OpenClaw's range, with a message naming 
   for (const v of ['24.16.0', 'v24.22.3', '26.1.0', '26.3.1', '27.0.0']) assert.equal(nodeSupported(v), true, v);
   for (const v of ['20.19.0', '22.12.0', '24.15.9', '25.2.0', '26.0.0', 'garbage']) {
     assert.equal(nodeSupported(v), false, v);
-    assert.throws(() => assertSupportedNode(v), (e) => e.message.includes(`Node ${v} is not supported`) && e.message.includes('>=24.16.0 <25 || >=26.1.0'));
+    assert.throws(
+      () => assertSupportedNode(v),
+      (e) => e.message.includes(`Node ${v} is not supported`) && e.message.includes('>=24.16.0 <25 || >=26.1.0'),
+    );
   }
   assert.doesNotThrow(() => assertSupportedNode(process.versions.node));
 });

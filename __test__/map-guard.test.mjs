@@ -68,7 +68,10 @@ test('a tool result holding tokens reaches the model with fingerprints, in any l
   const event = {
     toolName: 'exec',
     result: {
-      content: [{ type: 'text', text: fs.readFileSync(s.file, 'utf8') }, { type: 'text', text: `x${d.toUpperCase()}y` }],
+      content: [
+        { type: 'text', text: fs.readFileSync(s.file, 'utf8') },
+        { type: 'text', text: `x${d.toUpperCase()}y` },
+      ],
       details: { aggregated: [f], nested: { [f]: 'as a key' }, bytes, n: 3 },
     },
   };
@@ -84,7 +87,7 @@ test('a tool result holding tokens reaches the model with fingerprints, in any l
   s.layer.close();
 });
 
-test('after a rotation the previous map\'s tokens are still redacted', async () => {
+test("after a rotation the previous map's tokens are still redacted", async () => {
   const s = setup();
   configure({ tokenMapPath: s.file, logger: captureLogger().logger });
   const old = s.tokens[FRANCIS];

@@ -35,7 +35,9 @@ function cli(args, env = {}) {
 }
 
 const servers = [];
-after(() => servers.forEach((s) => s.kill()));
+after(() => {
+  for (const s of servers) s.kill();
+});
 
 /** The fixture on loopback (`--http` or `--sse`); resolves to its URL. */
 function serve(mode, env = {}) {
@@ -100,7 +102,7 @@ test('doctor --mcp on the recommended schema (stdio): each owned tool ok, exit 0
     'ok    mcp tool: claw-os__claw_audio (server "claw-os") declares auth_token and _conversation_id, optional: the server gets what claw-identity sets, and a model that leaves them out is not refused',
   ]);
   // The standalone command has no OpenClaw to ask which plugins get the token.
-  assert.match(r.stdout, /^info  token readers: this command runs without OpenClaw/m);
+  assert.match(r.stdout, /^info {2}token readers: this command runs without OpenClaw/m);
   assert.match(r.stdout, /^healthy: nothing found stops token injection$/m);
   assert.deepEqual(methods(s.rpcLog), ['initialize', 'notifications/initialized', 'tools/list']);
   assert.equal(fs.existsSync(s.callLog), false, 'no tool was called');
@@ -117,7 +119,7 @@ test('doctor --mcp names each of the three schema problems with its fix: undecla
   assert.deepEqual(lines, [
     'ok    mcp tool: claw-os__claw_notes (server "claw-os") declares auth_token and _conversation_id, optional: the server gets what claw-identity sets, and a model that leaves them out is not refused',
     'ok    mcp tool: claw-os__claw_audio (server "claw-os") declares auth_token and _conversation_id, optional: the server gets what claw-identity sets, and a model that leaves them out is not refused',
-    'warn  mcp tool: claw-os__claw_legacy (server "claw-os") lists auth_token in required: where OpenClaw offers the tool to the model by name (tools.toolSearch false, for one), it validates the model\'s arguments against the schema before any plugin runs (argument-validation), so a call whose model leaves it out, as a model that has learned not to handle the secret does, is refused before claw-identity can set it (Tool Search\'s tool_call does not check an MCP tool\'s arguments)',
+    "warn  mcp tool: claw-os__claw_legacy (server \"claw-os\") lists auth_token in required: where OpenClaw offers the tool to the model by name (tools.toolSearch false, for one), it validates the model's arguments against the schema before any plugin runs (argument-validation), so a call whose model leaves it out, as a model that has learned not to handle the secret does, is refused before claw-identity can set it (Tool Search's tool_call does not check an MCP tool's arguments)",
     `      fix: make it optional in the tool's inputSchema (drop auth_token from required) and describe it as internal, injected by the gateway, e.g. with zod: ${zod('auth_token')}`,
     'FAIL  mcp tool: claw-os-bare__claw_bare (server "claw-os-bare") does not declare auth_token in its inputSchema: the MCP SDK drops every argument a tool\'s schema does not declare, so the token claw-identity sets never reaches the server, and the call fails authentication or runs without its agent\'s identity',
     `      fix: declare auth_token in the tool's inputSchema as an optional string described as internal, e.g. with zod: ${zod('auth_token')}`,
@@ -142,29 +144,42 @@ test('doctor --mcp names each of the three schema problems with its fix: undecla
   assert.ok(found.every((f) => f.remediation));
   // Without --mcp, audit connects to nothing.
   const offline = await cli(['audit', '--json', '--config', s.config]);
-  assert.deepEqual(JSON.parse(offline.stdout).filter((f) => f.checkId.startsWith('claw-identity.mcp_')), []);
+  assert.deepEqual(
+    JSON.parse(offline.stdout).filter((f) => f.checkId.startsWith('claw-identity.mcp_')),
+    [],
+  );
 });
 
-test('doctor --mcp over streamable HTTP and SSE on 127.0.0.1, with the config\'s headers (${VAR} substituted) and without them', async () => {
+// biome-ignore lint/suspicious/noTemplateCurlyInString: OpenClaw's own ${VAR} syntax, named
+test("doctor --mcp over streamable HTTP and SSE on 127.0.0.1, with the config's headers (${VAR} substituted) and without them", async () => {
   const bearer = 'e2e-bearer';
   const http = await serve('--http', { CLAW_OS_BEARER: bearer, CLAW_OS_VARIANT: 'recommended' });
   const sse = await serve('--sse', { CLAW_OS_BEARER: bearer, CLAW_OS_VARIANT: 'recommended' });
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: OpenClaw substitutes ${VAR} in MCP headers
   const auth = { Authorization: 'Bearer ${CLAW_MCP_TEST_BEARER}' };
-  const s = setup(() => ({
-    'claw-os': { url: http, transport: 'streamable-http', headers: auth },
-    'claw-os-sse': { url: sse, headers: auth },
-  }), { toolPrefix: ['claw-os__', 'claw-os-sse__'] });
+  const s = setup(
+    () => ({
+      'claw-os': { url: http, transport: 'streamable-http', headers: auth },
+      'claw-os-sse': { url: sse, headers: auth },
+    }),
+    { toolPrefix: ['claw-os__', 'claw-os-sse__'] },
+  );
   const r = await cli(['doctor', '--mcp', '--config', s.config], { CLAW_MCP_TEST_BEARER: bearer });
   assert.equal(r.code, 0, r.stdout + r.stderr);
   const ok = mcpLines(r.stdout).map((l) => l.split(' (server')[0]);
-  assert.deepEqual(ok, ['ok    mcp tool: claw-os__claw_notes', 'ok    mcp tool: claw-os__claw_audio', 'ok    mcp tool: claw-os-sse__claw_notes', 'ok    mcp tool: claw-os-sse__claw_audio']);
+  assert.deepEqual(ok, [
+    'ok    mcp tool: claw-os__claw_notes',
+    'ok    mcp tool: claw-os__claw_audio',
+    'ok    mcp tool: claw-os-sse__claw_notes',
+    'ok    mcp tool: claw-os-sse__claw_audio',
+  ]);
 
   // Without the variable, doctor can't send the header the gateway would: it says so, and connects to neither.
   const unset = await cli(['doctor', '--mcp', '--config', s.config]);
   assert.equal(unset.code, 0, unset.stdout);
   const unchecked = mcpLines(unset.stdout);
   assert.equal(unchecked.length, 2, unset.stdout);
-  for (const l of unchecked) assert.match(l, /^warn  mcp server: mcp\.servers\.claw-os(-sse)? uses \$\{CLAW_MCP_TEST_BEARER\}, which is not set here/);
+  for (const l of unchecked) assert.match(l, /^warn {2}mcp server: mcp\.servers\.claw-os(-sse)? uses \$\{CLAW_MCP_TEST_BEARER\}, which is not set here/);
 
   // A wrong bearer: the server answers 401, a finding (FAIL), not a crash.
   const wrong = await cli(['doctor', '--mcp', '--config', s.config], { CLAW_MCP_TEST_BEARER: 'nope' });
@@ -177,30 +192,39 @@ test('doctor --mcp over streamable HTTP and SSE on 127.0.0.1, with the config\'s
 });
 
 test('an MCP server that does not start is a finding with its stderr, not a crash; a server whose tools toolPrefix does not name is not started', async () => {
-  const s = setup(() => ({
-    'claw-os': { command: process.execPath, args: ['-e', 'process.stderr.write("boot failed: no database\\n"); process.exit(3)'] },
-    'claw-os-gone': { command: path.join(root, 'no-such-server') },
-    files: { command: path.join(root, 'never-started') },
-  }), { toolPrefix: 'claw-os' });
+  const s = setup(
+    () => ({
+      'claw-os': { command: process.execPath, args: ['-e', 'process.stderr.write("boot failed: no database\\n"); process.exit(3)'] },
+      'claw-os-gone': { command: path.join(root, 'no-such-server') },
+      files: { command: path.join(root, 'never-started') },
+    }),
+    { toolPrefix: 'claw-os' },
+  );
   const r = await cli(['doctor', '--mcp', '--config', s.config]);
   assert.equal(r.code, 1, r.stdout + r.stderr);
   const lines = mcpLines(r.stdout).filter((l) => l.startsWith('FAIL'));
   assert.equal(lines.length, 2, r.stdout);
-  assert.match(lines[0], /^FAIL  mcp server: the tools of server "claw-os" could not be listed \(stdio: .*\): .*; its stderr ends: boot failed: no database\. OpenClaw launches it the same way/);
-  assert.match(lines[1], /^FAIL  mcp server: the tools of server "claw-os-gone" could not be listed \(stdio: .*no-such-server\): .*ENOENT/);
+  assert.match(
+    lines[0],
+    /^FAIL {2}mcp server: the tools of server "claw-os" could not be listed \(stdio: .*\): .*; its stderr ends: boot failed: no database\. OpenClaw launches it the same way/,
+  );
+  assert.match(lines[1], /^FAIL {2}mcp server: the tools of server "claw-os-gone" could not be listed \(stdio: .*no-such-server\): .*ENOENT/);
   assert.ok(!r.stdout.includes('never-started'), 'the server toolPrefix does not name is left alone');
 });
 
 /** PIDs whose environment carries `mark`. */
 function marked(mark) {
   const needle = Buffer.from(`CLAW_MCP_TEST_MARK=${mark}\0`);
-  return fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d)).filter((pid) => {
-    try {
-      return fs.readFileSync(`/proc/${pid}/environ`).includes(needle);
-    } catch {
-      return false;
-    }
-  });
+  return fs
+    .readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .filter((pid) => {
+      try {
+        return fs.readFileSync(`/proc/${pid}/environ`).includes(needle);
+      } catch {
+        return false;
+      }
+    });
 }
 
 test('a server that never answers times out as configured (connectionTimeoutMs), and no server outlives the command', async () => {
@@ -210,7 +234,7 @@ test('a server that never answers times out as configured (connectionTimeoutMs),
   }));
   const r = await cli(['doctor', '--mcp', '--config', s.config]);
   assert.equal(r.code, 1, r.stdout + r.stderr);
-  assert.match(r.stdout, /^FAIL  mcp server: the tools of server "claw-os" could not be listed \(stdio: .*\): .*timed out/m);
+  assert.match(r.stdout, /^FAIL {2}mcp server: the tools of server "claw-os" could not be listed \(stdio: .*\): .*timed out/m);
   assert.deepEqual(marked(mark), [], 'the server is still running');
 });
 
@@ -242,6 +266,9 @@ test('without the MCP SDK installed (an optional dependency), doctor --mcp says 
     child.once('close', (code) => resolve({ code, stdout }));
   });
   assert.equal(r.code, 1, r.stdout);
-  assert.match(r.stdout, /^FAIL  mcp server: the tools of server "claw-os" could not be listed \(stdio: .*\): the MCP SDK \(@modelcontextprotocol\/sdk\) is not installed .*npm install @modelcontextprotocol\/sdk/m);
+  assert.match(
+    r.stdout,
+    /^FAIL {2}mcp server: the tools of server "claw-os" could not be listed \(stdio: .*\): the MCP SDK \(@modelcontextprotocol\/sdk\) is not installed .*npm install @modelcontextprotocol\/sdk/m,
+  );
   assert.equal(methods(s.rpcLog).length, 0, 'the server was not started');
 });

@@ -42,7 +42,7 @@ test('the .node exports beforeToolCall(event, ctx): configure it, call it, get t
   assert.equal(native.stats().injected, 1);
 });
 
-test('without a known conversation, the model\'s own _conversation_id is taken out, not forwarded', () => {
+test("without a known conversation, the model's own _conversation_id is taken out, not forwarded", () => {
   const token = randomToken();
   const layer = new IdentityLayer({ tokenMapPath: mapWith({ [FRANCIS]: token }), logger: quiet() });
   const r = layer.beforeToolCall(notes({ note: 'hi', _conversation_id: 'agent:pepito--atlas:main' }), { agentId: FRANCIS });
@@ -111,7 +111,7 @@ test('a same-user send whose message holds a lone surrogate is routed, not refus
   layer.close();
 });
 
-test('workboard_decompose children land on the caller\'s board whatever else they hold', () => {
+test("workboard_decompose children land on the caller's board whatever else they hold", () => {
   const layer = new IdentityLayer({ tokenMapPath: mapWith({}), logger: quiet() });
   const r = layer.beforeToolCall(
     { toolName: 'workboard_decompose', params: { id: 'c', children: [{ title: 'a', boardId: 'wb_pepito', n: 3, ok: true }] } },
@@ -126,7 +126,15 @@ test('a setter or read-only auth_token on Object.prototype never sees the token 
   const layer = new IdentityLayer({ tokenMapPath: mapWith({ [FRANCIS]: token }), logger: quiet() });
   let seen;
   try {
-    Object.defineProperty(Object.prototype, 'auth_token', { set(v) { seen = v; }, get() { return undefined; }, configurable: true });
+    Object.defineProperty(Object.prototype, 'auth_token', {
+      set(v) {
+        seen = v;
+      },
+      get() {
+        return undefined;
+      },
+      configurable: true,
+    });
     const r = layer.beforeToolCall(notes({ note: 'hi' }), { agentId: FRANCIS });
     assert.equal(seen, undefined, 'a prototype setter received the token');
     assert.ok(Object.hasOwn(r.params, 'auth_token'));

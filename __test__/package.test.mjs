@@ -91,13 +91,19 @@ function assertNativeBuild(file, machine) {
   const { machine: got, needs } = elfNeeds(file);
   assert.equal(got, machine, `${path.basename(file)}: e_machine ${got}, expected ${machine}`);
   const glibc = needs.filter((n) => n.version.startsWith('GLIBC_'));
-  assert.ok(glibc.some((n) => n.library === 'libc.so.6'), `${path.basename(file)}: no GLIBC_ version needs found: ${JSON.stringify(needs)}`);
+  assert.ok(
+    glibc.some((n) => n.library === 'libc.so.6'),
+    `${path.basename(file)}: no GLIBC_ version needs found: ${JSON.stringify(needs)}`,
+  );
   const [major, minor] = minGlibc();
   for (const { library, version } of glibc) {
     const v = /^GLIBC_(\d+)\.(\d+)(?:\.\d+)?$/.exec(version);
     assert.ok(v, `${path.basename(file)} needs ${version} from ${library}`);
     const [vmaj, vmin] = [Number(v[1]), Number(v[2])];
-    assert.ok(vmaj < major || (vmaj === major && vmin <= minor), `${path.basename(file)} needs ${version} from ${library}, newer than index.js's MIN_GLIBC ${major}.${minor}`);
+    assert.ok(
+      vmaj < major || (vmaj === major && vmin <= minor),
+      `${path.basename(file)} needs ${version} from ${library}, newer than index.js's MIN_GLIBC ${major}.${minor}`,
+    );
   }
   return glibc.map((n) => n.version);
 }
@@ -111,7 +117,10 @@ function assertWasmBuild(file) {
   for (const m of ['wasi_snapshot_preview1', 'napi', 'emnapi']) assert.ok(imports.has(m), `${path.basename(file)} imports nothing from ${m}`);
   const exports = WebAssembly.Module.exports(module).map((e) => e.name);
   assert.ok(exports.includes('napi_register_wasm_v1'), `${path.basename(file)} does not export napi_register_wasm_v1`);
-  assert.ok(exports.some((e) => e.startsWith('__napi_register__')), `${path.basename(file)} registers no N-API exports`);
+  assert.ok(
+    exports.some((e) => e.startsWith('__napi_register__')),
+    `${path.basename(file)} registers no N-API exports`,
+  );
 }
 
 test('npm pack refuses, naming the build it cannot make and how to get it, and packs nothing', () => {
@@ -124,7 +133,10 @@ test('npm pack refuses, naming the build it cannot make and how to get it, and p
   });
   assert.notEqual(r.status, 0, 'npm pack succeeded without the arm64 cross linker');
   assert.match(r.stderr, /npm pack refused: the package holds every build index\.js can pick/);
-  assert.match(r.stderr, /the linux-arm64 addon \(cross-compiled\) \(claw-identity\.linux-arm64-gnu\.node\): aarch64-linux-gnu-gcc not found: apt-get install gcc-aarch64-linux-gnu/);
+  assert.match(
+    r.stderr,
+    /the linux-arm64 addon \(cross-compiled\) \(claw-identity\.linux-arm64-gnu\.node\): aarch64-linux-gnu-gcc not found: apt-get install gcc-aarch64-linux-gnu/,
+  );
   assert.deepEqual(fs.readdirSync(dest), [], 'a tarball was left behind');
 });
 
@@ -136,7 +148,8 @@ test('npm pack ships every build index.js can pick, each checked, and the plugin
   const builds = buildsIndexJsLoads();
   assert.deepEqual(builds, [ARM64.file, X64.file, WASM].sort());
   const shipped = complete ? builds : builds.filter((b) => b !== ARM64.file);
-  if (!complete) t.diagnostic(`no arm64 cross toolchain here: npm pack refuses (see above), so this is the pack without prepack, and ${ARM64.file} is not checked`);
+  if (!complete)
+    t.diagnostic(`no arm64 cross toolchain here: npm pack refuses (see above), so this is the pack without prepack, and ${ARM64.file} is not checked`);
   for (const required of [...shipped, 'index.js', 'wasm.js', 'index.d.ts', 'lib/wasi.cjs', 'openclaw.plugin.json', 'package.json', 'README.md']) {
     assert.ok(files.includes(required), `${required} missing from the tarball: ${files.join(', ')}`);
   }
@@ -151,7 +164,9 @@ test('npm pack ships every build index.js can pick, each checked, and the plugin
     const addon = info.files.find((f) => f.path === file);
     assert.ok(addon.size > 100_000, `${file} is ${addon.size} bytes`);
     const versions = assertNativeBuild(path.join(root, file), machine);
-    t.diagnostic(`${file}: e_machine ${machine}, ${addon.size} bytes, needs ${[...new Set(versions)].sort((a, b) => a.localeCompare(b, 'en', { numeric: true })).at(-1)} at most`);
+    t.diagnostic(
+      `${file}: e_machine ${machine}, ${addon.size} bytes, needs ${[...new Set(versions)].sort((a, b) => a.localeCompare(b, 'en', { numeric: true })).at(-1)} at most`,
+    );
   }
   const wasm = info.files.find((f) => f.path === WASM);
   assert.ok(wasm.size > 100_000, `${WASM} is ${wasm.size} bytes`);

@@ -62,7 +62,10 @@ test('a tool result: tokens become fingerprints in content[].text and in details
     role: 'toolResult',
     toolCallId: 'call_1',
     toolName: 'exec',
-    content: [{ type: 'text', text: JSON.stringify(payload, null, 2) }, { type: 'image', data: 'iVBORw0KGgo=', mimeType: 'image/png' }],
+    content: [
+      { type: 'text', text: JSON.stringify(payload, null, 2) },
+      { type: 'image', data: 'iVBORw0KGgo=', mimeType: 'image/png' },
+    ],
     details: payload,
     isError: false,
     timestamp: 1796160432675,
@@ -119,13 +122,26 @@ test("an assistant message: the model's own tool-call arguments (and its text) a
   };
   const r = checked('before_message_write', s.write({ message }));
   assert.equal(r.message.content[0].text, `I will pass ${sha(d)} on.`);
-  assert.deepEqual(r.message.content[1], { type: 'toolCall', id: 'call_2', name: 'sessions_send', arguments: { agentId: DALI, message: `Keep ${sha(f)}`, nested: { [sha(d)]: true } } });
+  assert.deepEqual(r.message.content[1], {
+    type: 'toolCall',
+    id: 'call_2',
+    name: 'sessions_send',
+    arguments: { agentId: DALI, message: `Keep ${sha(f)}`, nested: { [sha(d)]: true } },
+  });
   assert.deepEqual(r.message.usage, message.usage);
 });
 
 test('a message without a token is left alone: the handler returns nothing', () => {
   const s = setup();
-  const message = { role: 'toolResult', toolCallId: 'c', toolName: 'read', content: [{ type: 'text', text: `the hash is ${'ab'.repeat(16)} and sha256:${fingerprint(s.tokens[FRANCIS])}` }], details: {}, isError: false, timestamp: 4 };
+  const message = {
+    role: 'toolResult',
+    toolCallId: 'c',
+    toolName: 'read',
+    content: [{ type: 'text', text: `the hash is ${'ab'.repeat(16)} and sha256:${fingerprint(s.tokens[FRANCIS])}` }],
+    details: {},
+    isError: false,
+    timestamp: 4,
+  };
   assert.equal(s.persist({ message }), undefined);
   assert.equal(s.write({ message: { role: 'user', content: 'hello', timestamp: 5 } }), undefined);
 });
@@ -146,7 +162,15 @@ test('a part nested too deeply to check is withheld from the transcript; the res
   const f = s.tokens[FRANCIS];
   let deep = { token: f };
   for (let i = 0; i < 100; i++) deep = { inner: deep };
-  const message = { role: 'toolResult', toolCallId: 'c', toolName: 'exec', content: [{ type: 'text', text: `out ${f}` }], details: deep, isError: false, timestamp: 6 };
+  const message = {
+    role: 'toolResult',
+    toolCallId: 'c',
+    toolName: 'exec',
+    content: [{ type: 'text', text: `out ${f}` }],
+    details: deep,
+    isError: false,
+    timestamp: 6,
+  };
   const r = checked('tool_result_persist', s.persist({ message }));
   assert.match(r.message.details, /^\[claw-identity: withheld from the transcript: nested too deeply to check for tokens\]$/);
   assert.deepEqual(r.message.content, [{ type: 'text', text: `out ${sha(f)}` }]);
@@ -166,10 +190,23 @@ test('the handlers never throw, whatever OpenClaw hands them, and never return a
       },
     },
   );
-  const throwing = { role: 'user', get content() {
-    throw new Error('getter');
-  } };
-  for (const event of [undefined, null, {}, { message: null }, { message: 'text' }, { message: 42 }, { message: hostile }, { message: throwing }, { message: { role: 'user', content: [hostile] } }]) {
+  const throwing = {
+    role: 'user',
+    get content() {
+      throw new Error('getter');
+    },
+  };
+  for (const event of [
+    undefined,
+    null,
+    {},
+    { message: null },
+    { message: 'text' },
+    { message: 42 },
+    { message: hostile },
+    { message: throwing },
+    { message: { role: 'user', content: [hostile] } },
+  ]) {
     for (const h of [s.persist, s.write]) {
       let r;
       assert.doesNotThrow(() => {

@@ -97,7 +97,10 @@ test('the load line says which build runs, and why', () => {
   const line = buildInfo.native
     ? `[claw-identity] running the native ${buildInfo.name} build; identity is enforced by`
     : `[claw-identity] running the WebAssembly build (${buildInfo.reason}); identity is enforced by`;
-  assert.ok(log.lines.some((l) => l.line.includes(line)), `no line says "${line}"`);
+  assert.ok(
+    log.lines.some((l) => l.line.includes(line)),
+    `no line says "${line}"`,
+  );
   // index.js picks by platform alone.
   const [major, minor] = (process.report.getReport().header.glibcVersionRuntime ?? '0.0').split('.').map(Number);
   const expected = process.platform === 'linux' && ['x64', 'arm64'].includes(process.arch) && (major > 2 || (major === 2 && minor >= 34));
@@ -255,7 +258,10 @@ test('options that do not validate on a reload are reported to health, and the l
   const bad = serviceCtx({ tokenMapPath: file, tokenParam: 5 });
   service.start(bad.ctx);
   assert.equal(bad.health.failures.length, 1);
-  assert.match(bad.health.failures[0], /^claw-identity: the options under plugins\.entries\.claw-identity\.config were not applied: invalid options: tokenParam: invalid type: integer `5`, expected a string$/);
+  assert.match(
+    bad.health.failures[0],
+    /^claw-identity: the options under plugins\.entries\.claw-identity\.config were not applied: invalid options: tokenParam: invalid type: integer `5`, expected a string$/,
+  );
   assert.equal(stats().tokenMapPath, file);
   assert.notEqual(stats().watcher, 'closed');
   assert.equal(call(api, 'paco--francis'), t);
@@ -299,7 +305,7 @@ test('when OpenClaw overlaps an old and a new service, the watcher stops only wi
   assert.equal(stats().watcher, 'closed');
 });
 
-test('a discovery registration (OpenClaw runs a gateway\'s tool calls through it) watches its map, and registers no service', () => {
+test("a discovery registration (OpenClaw runs a gateway's tool calls through it) watches its map, and registers no service", () => {
   const file = mapWith({ 'paco--francis': randomToken() });
   const { api } = gatewayApi({ tokenMapPath: file, pollIntervalMs: 1234 });
   api.registrationMode = 'discovery';
@@ -325,7 +331,7 @@ test('configure() treats a default written out and one left out as the same opti
   assert.ok(third.has(/plugin loaded/), 'other settings did not make a new layer');
 });
 
-test('another copy of the plugin loaded in the same realm (OpenClaw loads each registration from a copy) shares the first copy\'s layer', async () => {
+test("another copy of the plugin loaded in the same realm (OpenClaw loads each registration from a copy) shares the first copy's layer", async () => {
   const dir = tempDir();
   const entry = path.basename(entryFile);
   const binaries = buildInfo.native ? [`claw-identity.${buildInfo.name}.node`] : ['claw-identity.wasm32-wasi.wasm'];
@@ -356,7 +362,7 @@ test('another copy of the plugin loaded in the same realm (OpenClaw loads each r
   a.api.services[0].start(ctx);
   b.api.services[0].start(ctx);
   a.api.services[0].stop(ctx);
-  assert.notEqual(stats().watcher, 'closed', 'the old registry\'s service stopped the new one\'s watcher');
+  assert.notEqual(stats().watcher, 'closed', "the old registry's service stopped the new one's watcher");
   b.api.services[0].stop(ctx);
   assert.equal(stats().watcher, 'closed');
   // The shared slot can't be replaced.

@@ -65,10 +65,7 @@ test('a claw-os call carries the token and the originating conversation, decided
 
 test('a cross-user send is blocked with a reason that names the rule and what to do', () => {
   const { layer } = layerWith();
-  const r = layer.beforeToolCall(
-    { toolName: 'sessions_send', params: { agentId: 'pepito--atlas', message: 'hi' } },
-    { agentId: FRANCIS, sessionKey: C },
-  );
+  const r = layer.beforeToolCall({ toolName: 'sessions_send', params: { agentId: 'pepito--atlas', message: 'hi' } }, { agentId: FRANCIS, sessionKey: C });
   assert.equal(r.block, true);
   assert.match(r.blockReason, /^cross-user-send: /);
   assert.match(r.blockReason, /paco--\*/);
@@ -89,10 +86,7 @@ test('a delegation session that cannot be created blocks the send; the log holds
   const secret = randomToken();
   const s = fakeSessions({ failEnsure: `store refused ${secret}` });
   const { layer, log } = layerWith({ sessions: s.store });
-  const r = await layer.beforeToolCall(
-    { toolName: 'sessions_send', params: { agentId: DALI, message: 'hi' } },
-    { agentId: FRANCIS, sessionKey: C },
-  );
+  const r = await layer.beforeToolCall({ toolName: 'sessions_send', params: { agentId: DALI, message: 'hi' } }, { agentId: FRANCIS, sessionKey: C });
   said('ensure failure', r);
   assert.equal(r.block, true);
   assert.match(r.blockReason, /^delegation-session: /);
@@ -102,10 +96,7 @@ test('a delegation session that cannot be created blocks the send; the log holds
 
 test('a spawn of another agent is redirected to the exact sessions_send call', () => {
   const { layer } = layerWith();
-  const r = layer.beforeToolCall(
-    { toolName: 'sessions_spawn', params: { agentId: DALI, task: 'paint a cat' } },
-    { agentId: FRANCIS, sessionKey: C },
-  );
+  const r = layer.beforeToolCall({ toolName: 'sessions_spawn', params: { agentId: DALI, task: 'paint a cat' } }, { agentId: FRANCIS, sessionKey: C });
   assert.equal(r.block, true);
   const call = JSON.parse(r.blockReason.slice(r.blockReason.indexOf('{'), r.blockReason.lastIndexOf('}') + 1));
   assert.deepEqual(call, { agentId: DALI, message: 'paint a cat', sessionKey: DALI_SESSION });
@@ -131,7 +122,7 @@ test('an "ask" grant gives OpenClaw exactly its requireApproval shape, with the 
   layer.close();
 });
 
-test('a sub-agent call asks the session store for its spawner once, and carries the spawner\'s conversation', () => {
+test("a sub-agent call asks the session store for its spawner once, and carries the spawner's conversation", () => {
   const child = 'agent:paco--dali:subagent:7f1c';
   const s = fakeSessions({ spawners: { [child]: DALI_SESSION } });
   const { layer } = layerWith({ tokens: { [DALI]: randomToken() }, sessions: s.store });
@@ -144,7 +135,7 @@ test('a sub-agent call asks the session store for its spawner once, and carries 
   layer.close();
 });
 
-test('without a session store a sub-agent is its own conversation, never the model\'s value', () => {
+test("without a session store a sub-agent is its own conversation, never the model's value", () => {
   const child = 'agent:paco--dali:subagent:7f1c';
   const { layer } = layerWith();
   const r = layer.beforeToolCall({ toolName: 'claw-os__claw_audio', params: { _conversation_id: 'model' } }, { agentId: DALI, sessionKey: child });
@@ -152,7 +143,7 @@ test('without a session store a sub-agent is its own conversation, never the mod
   layer.close();
 });
 
-test('workboard calls are scoped to the caller\'s user board', () => {
+test("workboard calls are scoped to the caller's user board", () => {
   const { layer } = layerWith();
   const ctx = { agentId: FRANCIS, sessionKey: C };
   const r = layer.beforeToolCall({ toolName: 'workboard_list', params: { boardId: 'wb_pepito', status: 'open' } }, ctx);
@@ -246,7 +237,7 @@ test('plugin: an approval asked by the policy is not asked again by the safety n
   assert.equal(second, undefined);
 });
 
-test('plugin: a sub-agent\'s spawner is read from its session entry (spawnedBy)', async () => {
+test("plugin: a sub-agent's spawner is read from its session entry (spawnedBy)", async () => {
   const child = 'agent:paco--dali:subagent:99';
   const store = memorySessionStore({ [child]: { sessionId: 'x', spawnedBy: C } });
   const p = registered({ tokenMapPath: mapWith({ [DALI]: randomToken() }) }, store);

@@ -128,7 +128,11 @@ function hostState(L) {
     authorizedKeys: read(path.join(L.home, '.ssh', 'authorized_keys')),
     plugin: fs.readdirSync(L.plugin).sort().join(',') + read(path.join(L.plugin, 'index.js')),
     workspacePlugins: read(path.join(L.ws, '.openclaw', 'extensions', 'evil', 'index.js')),
-    otherWorkspaces: read(path.join(L.otherWs, 'notes.md')) + read(path.join(L.nestedWs, 'notes.md')) + read(path.join(L.ws, 'moved-dali', 'notes.md')) + read(path.join(L.otherWs, 'evil')),
+    otherWorkspaces:
+      read(path.join(L.otherWs, 'notes.md')) +
+      read(path.join(L.nestedWs, 'notes.md')) +
+      read(path.join(L.ws, 'moved-dali', 'notes.md')) +
+      read(path.join(L.otherWs, 'evil')),
     etc: read('/etc/claw-sandbox-evil'),
     openclawCode: read(path.join(OPENCLAW_CODE, 'claw-sandbox-evil.mjs')),
   };
@@ -164,7 +168,14 @@ async function startGateway(user, L) {
 
 function gatewayRecord(L) {
   const f = path.join(L.priv, 'gateway.jsonl');
-  return fs.existsSync(f) ? fs.readFileSync(f, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [];
+  return fs.existsSync(f)
+    ? fs
+        .readFileSync(f, 'utf8')
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l))
+    : [];
 }
 
 function alive(pid) {
@@ -179,7 +190,10 @@ function alive(pid) {
 /** Runs the child as `user` with `spec`; its JSON result. */
 function runChild(user, L, spec, { env = {}, wrap = [] } = {}) {
   const file = path.join(L.priv, `spec-${crypto.randomBytes(4).toString('hex')}.json`);
-  fs.writeFileSync(file, JSON.stringify({ entry: entryFile, sdk: SDK, map: L.map, pluginDirs: [L.plugin], workspace: L.ws, openclawConfig: L.openclawConfig, ...spec }));
+  fs.writeFileSync(
+    file,
+    JSON.stringify({ entry: entryFile, sdk: SDK, map: L.map, pluginDirs: [L.plugin], workspace: L.ws, openclawConfig: L.openclawConfig, ...spec }),
+  );
   if (user) spawnSync('chown', [`${user}:${user}`, file]);
   const childEnv = { PATH: process.env.PATH, HOME: L.home, ...env };
   const [cmd, args] = asUser(user, [...wrap, process.execPath, CHILD, file], childEnv);
@@ -220,9 +234,14 @@ function escapes(L, gw) {
     'the environment': `env; cat /proc/self/environ`,
     'kill of the gateway': `kill -9 ${gw.pid}; kill -TERM ${gw.pid}; echo kill-rc=$?`,
     'kill of everything visible': `(kill -9 -1); echo after-kill`,
-    "connecting to the gateway with its token": `TOKEN=$(sed -n 's/.*"token":"\\([0-9a-f]*\\)".*/\\1/p' ${L.config} 2>/dev/null); ${node('fetch("http://127.0.0.1:" + process.argv[1] + "/", {headers: {authorization: "Bearer " + process.argv[2]}}).then((r) => console.log("status", r.status), (e) => console.log("refused", e.cause?.code))', gw.port, '"$TOKEN"')}`,
+    'connecting to the gateway with its token': `TOKEN=$(sed -n 's/.*"token":"\\([0-9a-f]*\\)".*/\\1/p' ${L.config} 2>/dev/null); ${node('fetch("http://127.0.0.1:" + process.argv[1] + "/", {headers: {authorization: "Bearer " + process.argv[2]}}).then((r) => console.log("status", r.status), (e) => console.log("refused", e.cause?.code))', gw.port, '"$TOKEN"')}`,
     'the abstract socket and the control sockets': [gw.abstract, ...gw.sockets]
-      .map((p, i) => node(`require("net").connect({path: ${i === 0 ? '"\\0" + ' : ''}process.argv[1]}).on("connect", () => console.log("connected")).on("error", (e) => console.log("refused", e.code))`, p))
+      .map((p, i) =>
+        node(
+          `require("net").connect({path: ${i === 0 ? '"\\0" + ' : ''}process.argv[1]}).on("connect", () => console.log("connected")).on("error", (e) => console.log("refused", e.code))`,
+          p,
+        ),
+      )
       .join('; '),
   };
 }
@@ -256,7 +275,12 @@ function escapeSuite(label, user) {
       // CLAW_SANDBOX_REPORT=<file>: what each escape got (exit code, output
       // with every run of 16+ hex digits and every base64 run taken out).
       if (process.env.CLAW_SANDBOX_REPORT) {
-        const clean = (t) => String(t).replace(/[0-9a-fA-F]{16,}/g, '<hex>').replace(/[A-Za-z0-9+/=]{24,}/g, '<b64>').trim().slice(0, 600);
+        const clean = (t) =>
+          String(t)
+            .replace(/[0-9a-fA-F]{16,}/g, '<hex>')
+            .replace(/[A-Za-z0-9+/=]{24,}/g, '<b64>')
+            .trim()
+            .slice(0, 600);
         const lines = s.out.results.map((r) => `## ${label}: ${r.name}\nexit ${r.code}\n${clean(r.stdout)}\n${clean(r.stderr)}\n`);
         fs.appendFileSync(process.env.CLAW_SANDBOX_REPORT, lines.join('\n'));
       }
@@ -297,9 +321,18 @@ function escapeSuite(label, user) {
     });
 
     test('mount, umount, nsenter and unshare are refused', () => {
-      for (const name of ['umount of the mask', 'mount: remount rw, bind, a fresh proc', 'nsenter into the host and the gateway', 'unshare: a new user and mount namespace']) {
+      for (const name of [
+        'umount of the mask',
+        'mount: remount rw, bind, a fresh proc',
+        'nsenter into the host and the gateway',
+        'unshare: a new user and mount namespace',
+      ]) {
         const r = s.byName[name];
-        assert.match(r.stderr, /(Operation not permitted|Permission denied|No space left on device|must be superuser|not mounted|No such file)/, `${name}: no refusal in its stderr`);
+        assert.match(
+          r.stderr,
+          /(Operation not permitted|Permission denied|No space left on device|must be superuser|not mounted|No such file)/,
+          `${name}: no refusal in its stderr`,
+        );
       }
     });
 
@@ -307,9 +340,9 @@ function escapeSuite(label, user) {
       assert.deepEqual(hostState(s.L), s.before);
     });
 
-    test("the gateway is alive, and nothing reached its port or its sockets", () => {
+    test('the gateway is alive, and nothing reached its port or its sockets', () => {
       assert.equal(alive(s.gw.pid), true);
-      assert.match(s.byName["connecting to the gateway with its token"].stdout, /refused/);
+      assert.match(s.byName['connecting to the gateway with its token'].stdout, /refused/);
       assert.deepEqual(gatewayRecord(s.L), []);
       assert.doesNotMatch(s.byName['/proc/1/root and every process'].stdout, new RegExp(`(^|\\s)${s.gw.pid}(\\s|$)`));
     });
@@ -432,7 +465,10 @@ describe('refusals', () => {
     assert.equal(out.probe.ok, false);
     assert.match(out.probe.reason, /bubblewrap \(bwrap\) is not installed/);
     assert.match(out.probe.fix, /apt-get install bubblewrap/);
-    assert.match(out.factoryError, /^claw-identity sandbox: bubblewrap \(bwrap\) is not installed.*Fix: install bubblewrap.*did not run, in the sandbox or on the host/s);
+    assert.match(
+      out.factoryError,
+      /^claw-identity sandbox: bubblewrap \(bwrap\) is not installed.*Fix: install bubblewrap.*did not run, in the sandbox or on the host/s,
+    );
     assert.deepEqual(out.results, []);
     nothingRan();
   });
@@ -487,4 +523,3 @@ describe('refusals', () => {
     nothingRan();
   });
 });
-

@@ -121,7 +121,7 @@ const total = (counts) => Object.values(counts).reduce((a, b) => a + b, 0);
  * per call either (V8 heap growth and task wake-ups are per collection).
  */
 function assertNoPerCallSyscalls({ ok, fsCalls, other, seen }, calls = CALLS) {
-  assert.equal(ok, calls, 'every call in the window must have returned the agent\'s token');
+  assert.equal(ok, calls, "every call in the window must have returned the agent's token");
   const perCall = Object.entries(fsCalls).filter(([who]) => who !== WATCHER);
   assert.deepEqual(perCall, [], `file-system syscalls during ${calls} calls:\n${seen.join('\n')}`);
   const heartbeat = fsCalls[WATCHER] ?? 0;

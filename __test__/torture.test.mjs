@@ -135,14 +135,23 @@ test(`${READERS} reader workers, ${AGENTS.length} agents, ${ROTATIONS.toLocaleSt
   // Generation 0 goes through writeMap, so the leak guard holds its tokens;
   // the rotated ones are checked by the readers (no 16-hex run in any line).
   const token = (i, gen) =>
-    i.toString(16).padStart(2, '0') + gen.toString(16).padStart(6, '0') + crypto.createHash('sha256').update(`${secret}|${AGENTS[i]}|${gen}`).digest('hex').slice(0, 56);
+    i.toString(16).padStart(2, '0') +
+    gen.toString(16).padStart(6, '0') +
+    crypto.createHash('sha256').update(`${secret}|${AGENTS[i]}|${gen}`).digest('hex').slice(0, 56);
   writeMap(file, Object.fromEntries(AGENTS.map((a, i) => [a, token(i, 0)])));
 
   const writer = start(writerSource, { file, secret, agents: AGENTS, rotations: ROTATIONS, flags });
   const readers = Array.from({ length: READERS }, (_, index) =>
     start(readerSource, {
-      file, secret, agents: AGENTS, rotations: ROTATIONS, flags, index, indexUrl,
-      warmup: WARMUP_CALLS, calls: MEASURED_CALLS / READERS,
+      file,
+      secret,
+      agents: AGENTS,
+      rotations: ROTATIONS,
+      flags,
+      index,
+      indexUrl,
+      warmup: WARMUP_CALLS,
+      calls: MEASURED_CALLS / READERS,
     }),
   );
   await Promise.all(readers.map((r) => r.next('warm')));
@@ -159,7 +168,11 @@ test(`${READERS} reader workers, ${AGENTS.length} agents, ${ROTATIONS.toLocaleSt
     recordEmitted(`reader ${i} stats`, r.stats);
     for (const line of r.log.sample) recordEmitted(`reader ${i} log`, line);
     measured += r.measured;
-    assert.deepEqual({ torn: r.bad.torn, wrongAgent: r.bad.wrongAgent, missing: r.bad.missing }, { torn: 0, wrongAgent: 0, missing: 0 }, `reader ${i}: ${JSON.stringify(r.bad.examples)}`);
+    assert.deepEqual(
+      { torn: r.bad.torn, wrongAgent: r.bad.wrongAgent, missing: r.bad.missing },
+      { torn: 0, wrongAgent: 0, missing: 0 },
+      `reader ${i}: ${JSON.stringify(r.bad.examples)}`,
+    );
     assert.equal(r.maxGen, ROTATIONS);
     // The calls really overlapped the rotations.
     assert.ok(r.generations > 10, `reader ${i} saw only ${r.generations} generations`);
@@ -171,6 +184,8 @@ test(`${READERS} reader workers, ${AGENTS.length} agents, ${ROTATIONS.toLocaleSt
   assert.ok(measured >= MEASURED_CALLS, `only ${measured} calls were measured`);
   const growth = rssAfter - rssBefore;
   recordEmitted('torture rss', { rssBefore, rssAfter, growth, measured });
-  t.diagnostic(`RSS ${(rssBefore / 2 ** 20).toFixed(1)} MB -> ${(rssAfter / 2 ** 20).toFixed(1)} MB over ${measured} calls; generations seen: ${results.map((r) => r.generations).join(', ')}; reloads: ${results.map((r) => r.stats.reloads).join(', ')}`);
+  t.diagnostic(
+    `RSS ${(rssBefore / 2 ** 20).toFixed(1)} MB -> ${(rssAfter / 2 ** 20).toFixed(1)} MB over ${measured} calls; generations seen: ${results.map((r) => r.generations).join(', ')}; reloads: ${results.map((r) => r.stats.reloads).join(', ')}`,
+  );
   assert.ok(growth < RSS_GROWTH_BOUND, `RSS grew by ${(growth / 2 ** 20).toFixed(1)} MB over ${measured} calls and ${ROTATIONS} rotations`);
 });

@@ -11,8 +11,7 @@ import { assertSameToken, captureLogger, randomToken, tempDir, waitFor, writeMap
 
 const A = 'paco--francis';
 const B = 'paco--dali';
-const call = (layer, agentId) =>
-  layer.beforeToolCall({ toolName: 'claw-os__claw_notes', params: {} }, { agentId })?.params?.auth_token;
+const call = (layer, agentId) => layer.beforeToolCall({ toolName: 'claw-os__claw_notes', params: {} }, { agentId })?.params?.auth_token;
 
 function open(file) {
   const log = captureLogger();

@@ -9,8 +9,7 @@ import { captureLogger, randomToken, tempDir, waitFor, writeMap, writeMapAtomic 
 
 const A = 'paco--francis';
 const B = 'paco--dali';
-const call = (layer, agentId) =>
-  layer.beforeToolCall({ toolName: 'claw-os__claw_notes', params: {} }, { agentId })?.params?.auth_token;
+const call = (layer, agentId) => layer.beforeToolCall({ toolName: 'claw-os__claw_notes', params: {} }, { agentId })?.params?.auth_token;
 
 function open(file, options = {}) {
   const log = captureLogger();
@@ -180,7 +179,11 @@ test('a warning and the recovery line right after it reach the logger in the ord
     writeMapAtomic(file, { [A]: randomToken() });
     await waitFor(() => log.has(/token map is loadable again/), { what: `round ${round}: the recovery line` });
     const order = log.lines.map((l) => l.line).filter((l) => /not a valid token map|loadable again/.test(l));
-    assert.deepEqual(order.map((l) => (/loadable again/.test(l) ? 'recovered' : 'refused')), ['refused', 'recovered'], `round ${round}:\n${log.text()}`);
+    assert.deepEqual(
+      order.map((l) => (/loadable again/.test(l) ? 'recovered' : 'refused')),
+      ['refused', 'recovered'],
+      `round ${round}:\n${log.text()}`,
+    );
     layer.close();
   }
 });

@@ -52,10 +52,14 @@ before(async () => {
   fs.writeFileSync(path.join(project, 'package.json'), '{"name":"gateway","private":true,"type":"module"}');
   // OpenClaw's npm install for a plugin (docs/plugins/dependency-resolution.md in its package),
   // then its link of its own package into a plugin that names it as a peer.
-  execFileSync('npm', ['install', '--omit=dev', '--omit=peer', '--legacy-peer-deps', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline', tarball], {
-    cwd: project,
-    stdio: 'pipe',
-  });
+  execFileSync(
+    'npm',
+    ['install', '--omit=dev', '--omit=peer', '--legacy-peer-deps', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline', tarball],
+    {
+      cwd: project,
+      stdio: 'pipe',
+    },
+  );
   const { openclawDir } = await ensureOpenclaw({ log: () => {} });
   hostLink = path.join(project, 'node_modules', 'claw-identity', 'node_modules', 'openclaw');
   fs.mkdirSync(path.dirname(hostLink), { recursive: true });
@@ -76,7 +80,16 @@ before(async () => {
 
 /** The bridge script's answer for one file (windows-security-bridge.cs, `Security`). */
 function descriptor(owner, aces) {
-  const flags = { raw: 16, objectInherit: false, containerInherit: false, noPropagateInherit: false, inheritOnly: false, inherited: true, successfulAccess: false, failedAccess: false };
+  const flags = {
+    raw: 16,
+    objectInherit: false,
+    containerInherit: false,
+    noPropagateInherit: false,
+    inheritOnly: false,
+    inherited: true,
+    successfulAccess: false,
+    failedAccess: false,
+  };
   return {
     ownerSid: owner,
     currentUserSid: ME,

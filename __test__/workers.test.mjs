@@ -39,7 +39,12 @@ function startWorker(body, workerData) {
     worker.on('exit', resolve);
     worker.on('error', reject);
   });
-  return { worker, messages, exit, next: (type) => waitFor(() => messages.find((m) => m.type === type), { what: `the worker's ${type} message`, timeoutMs: 15_000 }) };
+  return {
+    worker,
+    messages,
+    exit,
+    next: (type) => waitFor(() => messages.find((m) => m.type === type), { what: `the worker's ${type} message`, timeoutMs: 15_000 }),
+  };
 }
 
 /** Live map watcher threads in this process (Linux truncates thread names to 15 bytes). */
@@ -79,7 +84,10 @@ test('the addon loads in a worker thread, injects tokens there, and logs through
   assert.deepEqual(done.got, { francis: fingerprint(tokens['paco--francis']), dali: fingerprint(tokens['paco--dali']), ghost: null });
   assert.equal(done.stats.injected, 2);
   assert.equal(done.stats.missing, 1);
-  assert.ok(done.lines.some((l) => l.startsWith('[claw-identity] plugin loaded; token map = ')), done.lines.join('\n'));
+  assert.ok(
+    done.lines.some((l) => l.startsWith('[claw-identity] plugin loaded; token map = ')),
+    done.lines.join('\n'),
+  );
 });
 
 test('layers in two workers and the main thread serve their own maps at once, and follow their own rotations', async () => {
@@ -111,7 +119,9 @@ test('layers in two workers and the main thread serve their own maps at once, an
   wb.worker.postMessage(fingerprint(rotatedB));
   await wa.next('rotated');
   await wb.next('rotated');
-  await waitFor(() => main.beforeToolCall({ toolName: 'claw-os__x', params: {} }, { agentId: 'paco--francis' }).params.auth_token === rotatedA, { what: 'the main thread layer to rotate' });
+  await waitFor(() => main.beforeToolCall({ toolName: 'claw-os__x', params: {} }, { agentId: 'paco--francis' }).params.auth_token === rotatedA, {
+    what: 'the main thread layer to rotate',
+  });
   assert.equal(await wa.exit, 0);
   assert.equal(await wb.exit, 0);
   main.close();

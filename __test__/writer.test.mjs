@@ -15,7 +15,11 @@ const INDEX_URL = entryUrl;
 
 /** The writer's one layout: keys sorted, two-space indent, a final newline. */
 function canonical(map) {
-  const sorted = Object.fromEntries(Object.keys(map).sort().map((k) => [k, map[k]]));
+  const sorted = Object.fromEntries(
+    Object.keys(map)
+      .sort()
+      .map((k) => [k, map[k]]),
+  );
   return `${JSON.stringify(sorted, null, 2)}\n`;
 }
 
@@ -75,9 +79,7 @@ test('one invalid entry refuses the whole map, names the agents, and leaves the 
   const before = fs.readFileSync(file);
   const ino = fs.statSync(file).ino;
   const token = randomToken();
-  const err = await refused(() =>
-    writeTokenMap(file, { [FRANCIS]: token, [DALI]: token.slice(0, 63), 'Bad Id': randomToken(), 'paco--atlas': undefined }),
-  );
+  const err = await refused(() => writeTokenMap(file, { [FRANCIS]: token, [DALI]: token.slice(0, 63), 'Bad Id': randomToken(), 'paco--atlas': undefined }));
   assert.equal(err.code, 'InvalidArg');
   assert.equal(
     err.message,
@@ -94,7 +96,7 @@ test('an invalid map never creates the directory', async () => {
   assert.equal(fs.existsSync(dir), false);
 });
 
-test('JSON text is validated by the plugin\'s parser: duplicate agent ids are refused', () => {
+test("JSON text is validated by the plugin's parser: duplicate agent ids are refused", () => {
   const file = path.join(tempDir(), 'agent-tokens.json');
   const text = `{"${FRANCIS}": "${randomToken()}", "${FRANCIS}": "${randomToken()}"}`;
   for (const input of [text, Buffer.from(text), new Uint8Array(Buffer.from(text))]) {
@@ -119,7 +121,7 @@ test('a Map is accepted; arrays, null and non-string paths are type errors', asy
   assert.throws(() => writeTokenMapSync('', {}), TypeError);
 });
 
-test('a path starting with ~ is the user\'s home, as for tokenMapPath', () => {
+test("a path starting with ~ is the user's home, as for tokenMapPath", () => {
   const home = tempDir();
   const saved = process.env.HOME;
   process.env.HOME = home;
@@ -146,7 +148,10 @@ test('a live layer serves the written map', async () => {
   const first = randomToken();
   const second = randomToken();
   writeTokenMapSync(file, { [FRANCIS]: first });
-  const layer = new IdentityLayer({ tokenMapPath: file, logger: { info() {}, warn: (l) => recordEmitted('warn', l), error: (l) => recordEmitted('error', l) } });
+  const layer = new IdentityLayer({
+    tokenMapPath: file,
+    logger: { info() {}, warn: (l) => recordEmitted('warn', l), error: (l) => recordEmitted('error', l) },
+  });
   try {
     const token = () => layer.beforeToolCall({ toolName: 'claw-os__claw_notes', params: {} }, { agentId: FRANCIS })?.params.auth_token;
     assert.equal(token(), first);

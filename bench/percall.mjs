@@ -28,11 +28,16 @@ const ctxFor = (toolName) => ({
 const event = (toolName, params) => ({ toolName, params, runId: ctxFor(toolName).runId, toolCallId: 'call_01' });
 
 /** Owned tool, about five fields, including the token the model made up. */
-const small = () =>
-  event('claw-os__claw_notes', { action: 'search', query: 'groceries', limit: 20, tags: ['home'], auth_token: 'made-up-by-the-model' });
+const small = () => event('claw-os__claw_notes', { action: 'search', query: 'groceries', limit: 20, tags: ['home'], auth_token: 'made-up-by-the-model' });
 /** Owned tool with about 10 KB of params (a note body). */
 const large = () =>
-  event('claw-os__claw_notes', { action: 'create', title: 'Meeting notes', body: 'lorem ipsum '.repeat(854), tags: ['work', 'q3'], auth_token: 'made-up-by-the-model' });
+  event('claw-os__claw_notes', {
+    action: 'create',
+    title: 'Meeting notes',
+    body: 'lorem ipsum '.repeat(854),
+    tags: ['work', 'q3'],
+    auth_token: 'made-up-by-the-model',
+  });
 const unowned = () => event('web_search', { query: 'weather in Lisbon', count: 5 });
 const send = () => event('sessions_send', { sessionKey: 'agent:paco--dali:main', message: 'Can you check the calendar?', timeoutSeconds: 30 });
 
@@ -133,7 +138,15 @@ export async function perCall({ samples, calls, clock = 'wall' }) {
     const cx = { owned: ctxFor('claw-os__claw_notes'), unowned: ctxFor('web_search'), send: ctxFor('sessions_send') };
 
     // Every measured path must do the real work: check the rewrite before timing it.
-    const hooks = [['plain', plain], ['plain deployed', plainBoth], ['layer', (e, c) => quiet.beforeToolCall(e, c)], ['logged', (e, c) => logged.beforeToolCall(e, c)], ['plugin', both], ['wasm layer', (e, c) => wasmQuiet.beforeToolCall(e, c)], ['wasm plugin', wasmBoth]];
+    const hooks = [
+      ['plain', plain],
+      ['plain deployed', plainBoth],
+      ['layer', (e, c) => quiet.beforeToolCall(e, c)],
+      ['logged', (e, c) => logged.beforeToolCall(e, c)],
+      ['plugin', both],
+      ['wasm layer', (e, c) => wasmQuiet.beforeToolCall(e, c)],
+      ['wasm plugin', wasmBoth],
+    ];
     if (tokenOnly) hooks.push(['token only', (e, c) => tokenOnly.beforeToolCall(e, c)]);
     for (const [name, hook] of hooks) {
       for (const e of [ev.small, ev.large]) {

@@ -32,8 +32,8 @@ const LABELS = {
   'a.unowned': '(a) plain JS, tool it does not own',
   'a.deployed': '(a) plain JS deployed: its hook plus its own per-call log line',
   'b.noop': '(b) empty N-API call (`noop`)',
-  'm.small+log': '(m) the module\'s beforeToolCall (the trusted policy alone), owned, 5 fields, with logger',
-  'm.unowned': '(m) the module\'s beforeToolCall, a tool it does not own',
+  'm.small+log': "(m) the module's beforeToolCall (the trusted policy alone), owned, 5 fields, with logger",
+  'm.unowned': "(m) the module's beforeToolCall, a tool it does not own",
   'c.small': '(c) IdentityLayer.beforeToolCall, owned, 5 fields',
   'c.large': '(c) owned, 10 KB params',
   'c.unowned': '(c) IdentityLayer.beforeToolCall, a tool it does not own',
@@ -44,13 +44,13 @@ const LABELS = {
   'c.plugin.unowned': '(c) deployed: a tool it does not own, through both tiers',
   'c.send': '(c) sessions_send through the cross-user guard',
   'a.stat': '(a) one fs.statSync of the file a read names, from JS',
-  'g.read': '(g) a guarded read of that file (map-access: its real path and identity, and its directory\'s), vs one statSync',
+  'g.read': "(g) a guarded read of that file (map-access: its real path and identity, and its directory's), vs one statSync",
   'c.send+log': '(c) sessions_send, with logger',
   'w.noop': '(w) WebAssembly build: empty call (`noop`)',
   'w.small': '(w) WebAssembly build: IdentityLayer.beforeToolCall, owned, 5 fields',
   'w.unowned': '(w) WebAssembly build: a tool it does not own',
   'w.plugin+log': '(w) WebAssembly build deployed: trusted policy + safety net, with logger (vs a deployed)',
-  'w.m.small+log': '(w) WebAssembly build: the module\'s beforeToolCall, owned, 5 fields, with logger',
+  'w.m.small+log': "(w) WebAssembly build: the module's beforeToolCall, owned, 5 fields, with logger",
 };
 for (const kb of REDACT_KB) {
   const size = kb >= 1024 ? `${kb / 1024} MB` : `${kb} KB`;
@@ -68,7 +68,9 @@ const results = {
   date: new Date().toISOString(),
 };
 const load = (l) => l.map((x) => x.toFixed(2)).join(' ');
-console.log(`# claw-identity bench: Node ${process.version} (V8 ${process.versions.v8}), ${results.cpu} x${results.cores}, ${clock} clock, load ${load(os.loadavg())}\n`);
+console.log(
+  `# claw-identity bench: Node ${process.version} (V8 ${process.versions.v8}), ${results.cpu} x${results.cores}, ${clock} clock, load ${load(os.loadavg())}\n`,
+);
 const checks = [];
 const check = (what, ok, detail) => checks.push(`- [${ok ? 'x' : ' '}] ${what}: ${detail}`);
 
@@ -91,14 +93,32 @@ if (want('percall')) {
   for (const id of ['m.small+log', 'c.small', 'c.small.token']) {
     if (row[id]) check(`one beforeToolCall at most 0.3x the plain-JS design (${LABELS[id].slice(4)})`, row[id].vsPlain <= 0.3, `${fmtRatio(row[id].vsPlain)}x`);
   }
-  check('the deployed path at most 0.5x the plain-JS design deployed the same way', row['c.plugin+log'].vsPlain <= 0.5, `${fmtRatio(row['c.plugin+log'].vsPlain)}x`);
-  check('a tool it does not own at most 3x the N-API floor (the module\'s beforeToolCall)', row['m.unowned'].vsNoop <= 3, `${fmtRatio(row['m.unowned'].vsNoop)}x`);
+  check(
+    'the deployed path at most 0.5x the plain-JS design deployed the same way',
+    row['c.plugin+log'].vsPlain <= 0.5,
+    `${fmtRatio(row['c.plugin+log'].vsPlain)}x`,
+  );
+  check(
+    "a tool it does not own at most 3x the N-API floor (the module's beforeToolCall)",
+    row['m.unowned'].vsNoop <= 3,
+    `${fmtRatio(row['m.unowned'].vsNoop)}x`,
+  );
   check('a guarded file tool at most 2x one fs.statSync of the same path', row['g.read'].vsPlain <= 2, `${fmtRatio(row['g.read'].vsPlain)}x`);
   const gbs = (kb) => (kb * 1024) / row[`r.${kb}k`].ns;
-  console.log(`Tool-result redaction, GB/s: ${REDACT_KB.map((kb) => `${LABELS[`r.${kb}k`].match(/, (\S+ \S+) result/)[1]} ${gbs(kb).toFixed(2)} (regex ${((kb * 1024) / row[`r.${kb}k.plain`].ns).toFixed(2)})`).join('; ')}.\n`);
+  console.log(
+    `Tool-result redaction, GB/s: ${REDACT_KB.map((kb) => `${LABELS[`r.${kb}k`].match(/, (\S+ \S+) result/)[1]} ${gbs(kb).toFixed(2)} (regex ${((kb * 1024) / row[`r.${kb}k.plain`].ns).toFixed(2)})`).join('; ')}.\n`,
+  );
   const big = REDACT_KB.filter((kb) => kb >= 1024);
-  check('redaction at least 1 GB/s on results of 1 MB and more', big.every((kb) => gbs(kb) >= 1), big.map((kb) => `${gbs(kb).toFixed(2)} GB/s`).join(', '));
-  check('redaction at most 0.1x the plain-JS regex redactor, 1 KB to 10 MB', REDACT_KB.every((kb) => row[`r.${kb}k`].vsPlain <= 0.1), REDACT_KB.map((kb) => `${fmtRatio(row[`r.${kb}k`].vsPlain)}x`).join(', '));
+  check(
+    'redaction at least 1 GB/s on results of 1 MB and more',
+    big.every((kb) => gbs(kb) >= 1),
+    big.map((kb) => `${gbs(kb).toFixed(2)} GB/s`).join(', '),
+  );
+  check(
+    'redaction at most 0.1x the plain-JS regex redactor, 1 KB to 10 MB',
+    REDACT_KB.every((kb) => row[`r.${kb}k`].vsPlain <= 0.1),
+    REDACT_KB.map((kb) => `${fmtRatio(row[`r.${kb}k`].vsPlain)}x`).join(', '),
+  );
   for (const id of ['w.small', 'w.m.small+log']) {
     check(`the WebAssembly build at most 3x the plain-JS design (${LABELS[id].slice(4)})`, row[id].vsPlain <= 3, `${fmtRatio(row[id].vsPlain)}x`);
   }
@@ -109,7 +129,9 @@ if (want('reload')) {
   const r = await reloadLatency({ rotations });
   results.reload = r;
   const us = (x) => (x >= 100 ? x.toFixed(0) : x.toFixed(1));
-  console.log(`## Reload latency: rename of a new map to the first call returning the new token (${rotations.toLocaleString('en')} rotations, ${r.agents} agents, µs)\n`);
+  console.log(
+    `## Reload latency: rename of a new map to the first call returning the new token (${rotations.toLocaleString('en')} rotations, ${r.agents} agents, µs)\n`,
+  );
   console.log(
     table(
       ['design', 'median', 'p99', 'max'],
@@ -122,8 +144,12 @@ if (want('reload')) {
   console.log(`\nreloads counted: ${r.reloads}; rotations not seen within 2 s: ${r.timeouts}\n`);
   const w = await wasmReloadLatency({ rotations: quick ? 10 : 40 });
   results.wasmReload = w;
-  console.log(`The WebAssembly build polls from a JS timer every 500 ms: ${w.rotations} rotations, each started at a random point of the cycle, the caller yielding to the event loop between calls (ms)\n`);
-  console.log(table(['design', 'median', 'p99', 'max'], [['claw-identity WebAssembly build', w.ms.median.toFixed(0), w.ms.p99.toFixed(0), w.ms.max.toFixed(0)]]));
+  console.log(
+    `The WebAssembly build polls from a JS timer every 500 ms: ${w.rotations} rotations, each started at a random point of the cycle, the caller yielding to the event loop between calls (ms)\n`,
+  );
+  console.log(
+    table(['design', 'median', 'p99', 'max'], [['claw-identity WebAssembly build', w.ms.median.toFixed(0), w.ms.p99.toFixed(0), w.ms.max.toFixed(0)]]),
+  );
   console.log(`\nrotations not seen within 6 s: ${w.timeouts}\n`);
   check('reload p99 at most 5 ms', r.ours.p99 <= 5000 && r.timeouts === 0, `${us(r.ours.p99)} µs, ${r.timeouts} timeouts`);
 }

@@ -219,7 +219,7 @@ async function gatherLive(config, lib, io) {
   return { servers, ...plugins };
 }
 
-const MCP_NEEDS_CONFIG = '--mcp needs --config FILE: the MCP servers are those of the gateway config\'s mcp.servers';
+const MCP_NEEDS_CONFIG = "--mcp needs --config FILE: the MCP servers are those of the gateway config's mcp.servers";
 
 async function runDoctor(o, lib, io) {
   if (o.mcp && o.config === undefined) throw new UsageError(MCP_NEEDS_CONFIG);
@@ -348,8 +348,14 @@ async function runStatus(o, _lib, io) {
     s = await io.callGateway('claw-identity.status', { url: o.url, timeout: o.timeout ?? '10000' });
   } catch (e) {
     const msg = String(e?.message ?? e);
-    if (/unknown method/i.test(msg)) io.warn(`the gateway answers, but claw-identity does not run in it (${msg}): check plugins.entries.claw-identity.enabled and run openclaw plugins inspect claw-identity --runtime`);
-    else if (UNAVAILABLE.test(msg)) io.warn(`no gateway is running (or it does not answer): ${msg}\nstart it with openclaw gateway run; ${io.prog} doctor checks the map on disk without a gateway`);
+    if (/unknown method/i.test(msg))
+      io.warn(
+        `the gateway answers, but claw-identity does not run in it (${msg}): check plugins.entries.claw-identity.enabled and run openclaw plugins inspect claw-identity --runtime`,
+      );
+    else if (UNAVAILABLE.test(msg))
+      io.warn(
+        `no gateway is running (or it does not answer): ${msg}\nstart it with openclaw gateway run; ${io.prog} doctor checks the map on disk without a gateway`,
+      );
     else io.warn(`the gateway refused claw-identity.status: ${msg}`);
     return EXIT_PROBLEM;
   }
@@ -460,7 +466,11 @@ const OPENCLAW = {
   out: (text) => process.stdout.write(text),
   err: (text) => process.stderr.write(text),
   /** OpenClaw's own MCP SDK (it connects its servers with it), else claw-identity's. */
-  mcpSdk: () => firstMcpSdk([['OpenClaw', () => hostMcpSdk()], ["claw-identity's dependencies", ownMcpSdk]]),
+  mcpSdk: () =>
+    firstMcpSdk([
+      ['OpenClaw', () => hostMcpSdk()],
+      ["claw-identity's dependencies", ownMcpSdk],
+    ]),
   inspectPlugins: (config) => inspectPlugins(config),
   async callGateway(method, { url, timeout }) {
     const { callGatewayFromCli } = await hostSdk('gateway-runtime');

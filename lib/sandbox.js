@@ -28,9 +28,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** The error OpenClaw shows when the sandbox can't run: why, what to do, and that nothing ran on the host. */
 function refusal(reason, fix) {
-  return new Error(
-    `claw-identity sandbox: ${reason} Fix: ${fix} (The command did not run, in the sandbox or on the host.)`,
-  );
+  return new Error(`claw-identity sandbox: ${reason} Fix: ${fix} (The command did not run, in the sandbox or on the host.)`);
 }
 
 /** Runs `argv` with `env`, feeding it `stdin`: `{ stdout, stderr, code }` as OpenClaw's `runShellCommand` returns it. */
@@ -100,13 +98,15 @@ export function createSandboxBackend({ native, sdk, logger }) {
     const workdir = native.sandboxWorkdir(params.workspaceDir);
     const workspaceAccess = params.cfg?.workspaceAccess ?? 'none';
     // OpenClaw's own list of read-only skill mounts, for the paths its file bridge expects.
-    const skillMounts = (sdk?.resolveReadOnlyWorkspaceSkillMounts?.({
-      workspaceDir: params.workspaceDir,
-      agentWorkspaceDir: params.agentWorkspaceDir,
-      skillsWorkspaceDir: params.skillsWorkspaceDir,
-      workdir,
-      workspaceAccess,
-    }) ?? []).map(({ hostPath, containerPath }) => ({ hostPath, containerPath }));
+    const skillMounts = (
+      sdk?.resolveReadOnlyWorkspaceSkillMounts?.({
+        workspaceDir: params.workspaceDir,
+        agentWorkspaceDir: params.agentWorkspaceDir,
+        skillsWorkspaceDir: params.skillsWorkspaceDir,
+        workdir,
+        workspaceAccess,
+      }) ?? []
+    ).map(({ hostPath, containerPath }) => ({ hostPath, containerPath }));
     const session = {
       workspaceDir: params.workspaceDir,
       agentWorkspaceDir: params.agentWorkspaceDir ?? params.workspaceDir,

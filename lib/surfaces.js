@@ -40,7 +40,8 @@ export function registerOperatorSurfaces(api, native, lib) {
 export function healthProblem(s) {
   if (!s) return 'claw-identity is not configured';
   const path = s.tokenMapPath;
-  if (!s.loaded) return `no token map is in force: ${s.lastError ?? `${path} has not been read`}. Calls that need a token get none until ${path} is a valid map`;
+  if (!s.loaded)
+    return `no token map is in force: ${s.lastError ?? `${path} has not been read`}. Calls that need a token get none until ${path} is a valid map`;
   if (s.stale) return `the token map has been unusable for longer than maxStaleSeconds, so every agent counts as missing: ${s.lastError ?? 'see the log'}`;
   if (s.lastError) return `${path} is not in force: ${s.lastError}. The last good map (${s.agents} agents) stays in force until the file is fixed`;
   return null;

@@ -27,18 +27,23 @@ if (process.platform === 'win32') {
     try {
       openclaw = require.resolve('openclaw');
     } catch {
-      throw new Error("OpenClaw's package is not linked into claw-identity (node_modules/openclaw), so its Windows ACL reader, @openclaw/fs-safe, can't be found");
+      throw new Error(
+        "OpenClaw's package is not linked into claw-identity (node_modules/openclaw), so its Windows ACL reader, @openclaw/fs-safe, can't be found",
+      );
     }
     return createRequire(openclaw)('@openclaw/fs-safe/permissions');
   };
-  const readOwnerAndDacl = (target) => (permissions ??= load()).readOwnerAndDacl(target);
+  const readOwnerAndDacl = (target) => {
+    permissions ??= load();
+    return permissions.readOwnerAndDacl(target);
+  };
   if (!Object.hasOwn(globalThis, slot)) Object.defineProperty(globalThis, slot, { value: readOwnerAndDacl });
 }
 
 // WASI sees the host's file system as it is: `/` is the host's `/`.
 const root = path.parse(process.cwd()).root;
 const wasi = new WASI({ version: 'preview1', env: process.env, preopens: { [root]: root } });
-const memory = new WebAssembly.Memory({ initial: 4000, maximum: 65536, shared: true }) // as napi-rs sizes it;
+const memory = new WebAssembly.Memory({ initial: 4000, maximum: 65536, shared: true }); // as napi-rs sizes it;
 
 const { napiModule } = instantiateNapiModuleSync(fs.readFileSync(path.join(__dirname, '..', 'claw-identity.wasm32-wasi.wasm')), {
   context: createContext(),
@@ -46,7 +51,7 @@ const { napiModule } = instantiateNapiModuleSync(fs.readFileSync(path.join(__dir
   asyncWorkPoolSize: 0,
   plugins: [emnapiTSFNPlugin],
   onCreateWorker() {
-    throw new Error("claw-identity: the WebAssembly build starts no threads, but something asked for one");
+    throw new Error('claw-identity: the WebAssembly build starts no threads, but something asked for one');
   },
   overwriteImports(imports) {
     imports.env = { ...imports.env, ...imports.napi, ...imports.emnapi, memory };

@@ -49,7 +49,8 @@ export const EXCLUDED = {
   package: 'npm pack and install run no arm64 code; the preflight loads the arm64 build from the packed tarball instead',
   layout: 'it reads the source files only; no build runs',
   mcp: 'it starts MCP servers as plain commands, which cannot be an arm64 Node without binfmt_misc; the ops it drives run in cargo test on arm64',
-  sandbox: "under qemu the suite would start arm64 Nodes inside the sandbox, which the kernel can't run without binfmt_misc; the planner is pure Rust and runs in cargo test on arm64",
+  sandbox:
+    "under qemu the suite would start arm64 Nodes inside the sandbox, which the kernel can't run without binfmt_misc; the planner is pure Rust and runs in cargo test on arm64",
   windows: 'it runs the WebAssembly build (the same bytes on every CPU) on an x64 Node from an installed tarball; the gate it drives is in cargo test on arm64',
 };
 const FIRST = ['loader'];

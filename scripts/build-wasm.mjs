@@ -35,5 +35,18 @@ if (!installed.stdout.split('\n').includes(TARGET)) {
 }
 fs.mkdirSync(out, { recursive: true });
 say('building the WebAssembly build (release) ...');
-run('npx', ['--no-install', 'napi', 'build', '--platform', '--release', '--target', TARGET, '--no-js', '--dts', path.join(out, 'native.d.ts'), '--output-dir', out]);
+run('npx', [
+  '--no-install',
+  'napi',
+  'build',
+  '--platform',
+  '--release',
+  '--target',
+  TARGET,
+  '--no-js',
+  '--dts',
+  path.join(out, 'native.d.ts'),
+  '--output-dir',
+  out,
+]);
 fs.copyFileSync(path.join(out, 'claw-identity.wasm32-wasi.wasm'), path.join(root, 'claw-identity.wasm32-wasi.wasm'));

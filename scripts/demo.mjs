@@ -127,13 +127,16 @@ async function main() {
 
     // The proof in the gateway's own log.
     out(bold("3. the gateway's log"));
-    for (const line of h.logMessages(run).filter((l) => l.includes('[claw-identity]')).slice(0, 12)) out(`     ${dim(line)}`);
+    for (const line of h
+      .logMessages(run)
+      .filter((l) => l.includes('[claw-identity]'))
+      .slice(0, 12))
+      out(`     ${dim(line)}`);
     out();
 
     // No token anywhere but the map and the server's record.
     const leaks = h.grepForTokens(run.root, tokens, { exclude: [run.secrets, run.mcp] });
-    const ok =
-      verdict(notes.args.auth_token, tokens, wrong1) === FRANCIS && verdict(audio.args.auth_token, tokens, wrong2) === DALI && leaks.length === 0;
+    const ok = verdict(notes.args.auth_token, tokens, wrong1) === FRANCIS && verdict(audio.args.auth_token, tokens, wrong2) === DALI && leaks.length === 0;
     out(
       leaks.length === 0
         ? `${green('✔')} no token from the map appears in OpenClaw's state, logs, transcripts or model requests`

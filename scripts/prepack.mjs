@@ -33,7 +33,8 @@ export const BUILDS = [
   {
     file: 'claw-identity.linux-x64-gnu.node',
     build: 'the linux-x64 addon',
-    missing: () => (process.platform === 'linux' && process.arch === 'x64' ? [] : [`it is built on Linux x64, and this is ${process.platform}-${process.arch}`]),
+    missing: () =>
+      process.platform === 'linux' && process.arch === 'x64' ? [] : [`it is built on Linux x64, and this is ${process.platform}-${process.arch}`],
     make: ['npx', ['--no-install', 'napi', 'build', '--platform', '--release', '--no-js', '--dts', 'native.d.ts']],
   },
   {
@@ -59,7 +60,8 @@ function refuse(lines) {
 }
 
 const blockers = [];
-if (!fs.existsSync(path.join(root, 'node_modules', '@napi-rs', 'cli', 'package.json'))) blockers.push('the npm dev dependencies are not installed: run npm ci first');
+if (!fs.existsSync(path.join(root, 'node_modules', '@napi-rs', 'cli', 'package.json')))
+  blockers.push('the npm dev dependencies are not installed: run npm ci first');
 if (!onPath('cargo')) blockers.push('cargo not found: install the Rust toolchain (rustup)');
 for (const b of BUILDS) for (const why of b.missing()) blockers.push(`${b.build} (${b.file}): ${why}`);
 if (blockers.length) refuse(blockers);

@@ -10,37 +10,37 @@
 // Every assertion is on what really happened: the tool results the model
 // saw, the files on disk.
 
-import { describe, it, before, after } from "node:test";
-import assert from "node:assert/strict";
-import crypto from "node:crypto";
-import fs from "node:fs";
-import path from "node:path";
-import * as h from "./harness.mjs";
-import { startModelServer, marker } from "./fixtures/model-server.mjs";
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import * as h from './harness.mjs';
+import { startModelServer, marker } from './fixtures/model-server.mjs';
 
-const FRANCIS = "paco--francis";
-const nonce = () => crypto.randomBytes(3).toString("hex");
+const FRANCIS = 'paco--francis';
+const nonce = () => crypto.randomBytes(3).toString('hex');
 
-describe("the guards see what OpenClaw opens", () => {
+describe('the guards see what OpenClaw opens', () => {
   const s = {};
 
   before(async () => {
     const plugin = h.pluginDir();
     await h.openclawRuntime();
-    s.run = await h.createRun("guards");
+    s.run = await h.createRun('guards');
     // The map under HOME: <root>/home/secrets/token-map.json.
-    s.mapDir = path.join(s.run.home, "secrets");
+    s.mapDir = path.join(s.run.home, 'secrets');
     fs.mkdirSync(s.mapDir, { mode: 0o700 });
-    s.run.tokenMapPath = path.join(s.mapDir, "token-map.json");
+    s.run.tokenMapPath = path.join(s.mapDir, 'token-map.json');
     s.map = s.run.tokenMapPath;
     s.tokens = h.makeTokens([FRANCIS]);
     h.writeTokenMap(s.run, s.tokens);
     // The only agent, with no workspace of its own: OpenClaw gives it
     // agents.defaults.workspace itself.
-    s.workspace = path.join(s.run.root, "ws");
+    s.workspace = path.join(s.run.root, 'ws');
     fs.mkdirSync(s.workspace, { mode: 0o700 });
     s.relMap = path.relative(s.workspace, s.map);
-    assert.ok(s.relMap.startsWith("../"), s.relMap);
+    assert.ok(s.relMap.startsWith('../'), s.relMap);
     s.model = await startModelServer({ recordFile: s.run.modelLog, maxToolCallsPerTurn: 8, scenarios: scripts(s) });
     await h.writeConfig(s.run, {
       gateway: true,
@@ -59,39 +59,53 @@ describe("the guards see what OpenClaw opens", () => {
 
   const turn = async (scenario, params = {}) => {
     const tag = nonce();
-    const res = await h.agentViaGateway(s.run, { agent: FRANCIS, sessionKey: `agent:${FRANCIS}:e2e-guards-${tag}`, message: `Go. ${marker(scenario, { tag, ...params })}` });
+    const res = await h.agentViaGateway(s.run, {
+      agent: FRANCIS,
+      sessionKey: `agent:${FRANCIS}:e2e-guards-${tag}`,
+      message: `Go. ${marker(scenario, { tag, ...params })}`,
+    });
     assert.equal(res.code, 0, `openclaw agent exited ${res.code}: ${h.tail(res)}`);
     return tag;
   };
   /** The results the model saw for `scenario`'s calls, with whether each was refused by `rule`. */
   const results = (scenario, tag, rule) =>
-    s.model.toolResultsFor(scenario, { tag }).map((r) => ({ refused: h.strings(r.result).some((t) => t.includes(`${rule}: `)), text: h.scrub(String(r.result)).slice(0, 300) }));
+    s.model
+      .toolResultsFor(scenario, { tag })
+      .map((r) => ({ refused: h.strings(r.result).some((t) => t.includes(`${rule}: `)), text: h.scrub(String(r.result)).slice(0, 300) }));
 
   it("the only agent's relative path to the map, from agents.defaults.workspace itself, is refused", async () => {
-    const tag = await turn("relmap");
-    const seen = results("relmap", tag, "map-access");
-    assert.equal(seen.length, scripts(s).relmap.length, `the model made ${seen.length} calls; errors: ${s.model.errors.join("; ")}`);
-    assert.deepEqual(seen.filter((r) => !r.refused), [], "calls not refused");
-    assert.deepEqual(JSON.parse(fs.readFileSync(s.map, "utf8")), s.tokens, "the map changed");
+    const tag = await turn('relmap');
+    const seen = results('relmap', tag, 'map-access');
+    assert.equal(seen.length, scripts(s).relmap.length, `the model made ${seen.length} calls; errors: ${s.model.errors.join('; ')}`);
+    assert.deepEqual(
+      seen.filter((r) => !r.refused),
+      [],
+      'calls not refused',
+    );
+    assert.deepEqual(JSON.parse(fs.readFileSync(s.map, 'utf8')), s.tokens, 'the map changed');
   });
 
   it("an edit of openclaw.json through the agent's own tools is refused, and the config is unchanged", async () => {
-    const tag = await turn("config");
-    const seen = results("config", tag, "layer-controls");
-    assert.equal(seen.length, scripts(s).config.length, `the model made ${seen.length} calls; errors: ${s.model.errors.join("; ")}`);
-    assert.deepEqual(seen.filter((r) => !r.refused), [], "calls not refused");
-    assert.ok(fs.readFileSync(s.run.configPath).equals(s.configBefore), "openclaw.json changed");
+    const tag = await turn('config');
+    const seen = results('config', tag, 'layer-controls');
+    assert.equal(seen.length, scripts(s).config.length, `the model made ${seen.length} calls; errors: ${s.model.errors.join('; ')}`);
+    assert.deepEqual(
+      seen.filter((r) => !r.refused),
+      [],
+      'calls not refused',
+    );
+    assert.ok(fs.readFileSync(s.run.configPath).equals(s.configBefore), 'openclaw.json changed');
   });
 
   it("a spawned child with a cwd can't read the map relative to it, and a spawn into the map's directory is refused", async () => {
-    const tag = await turn("spawncwd");
-    const spawns = s.model.toolResultsFor("spawncwd", { tag }).map((r) => String(r.result));
-    assert.equal(spawns.length, 2, `spawns: ${spawns.map((x) => h.scrub(x).slice(0, 200)).join(" | ")}`);
-    assert.ok(spawns[0].includes("map-access: "), `the spawn into the map's directory ran: ${h.scrub(spawns[0]).slice(0, 300)}`);
+    const tag = await turn('spawncwd');
+    const spawns = s.model.toolResultsFor('spawncwd', { tag }).map((r) => String(r.result));
+    assert.equal(spawns.length, 2, `spawns: ${spawns.map((x) => h.scrub(x).slice(0, 200)).join(' | ')}`);
+    assert.ok(spawns[0].includes('map-access: '), `the spawn into the map's directory ran: ${h.scrub(spawns[0]).slice(0, 300)}`);
     assert.ok(/accepted/.test(spawns[1]), `the spawn with a cwd above was not accepted: ${h.scrub(spawns[1]).slice(0, 300)}`);
     // The parent's turn returns before the child runs: wait for the child's read.
-    await h.waitFor(() => s.model.toolResultsFor("childread", { tag }).length > 0, { timeoutMs: 120_000, what: "the child's read" });
-    const child = results("childread", tag, "map-access");
+    await h.waitFor(() => s.model.toolResultsFor('childread', { tag }).length > 0, { timeoutMs: 120_000, what: "the child's read" });
+    const child = results('childread', tag, 'map-access');
     assert.equal(child.length, 1);
     assert.ok(child[0].refused, `the child's read was not refused: ${child[0].text}`);
   });
@@ -102,19 +116,19 @@ function scripts(st) {
   const fromRoot = () => path.relative(st.run.root, st.map);
   return {
     relmap: [
-      { call: "read", args: () => ({ path: st.relMap }) },
-      { call: "edit", args: () => ({ path: st.relMap, edits: [{ oldText: "{", newText: "{ " }] }) },
-      { call: "write", args: () => ({ path: st.relMap, content: "{}" }) },
+      { call: 'read', args: () => ({ path: st.relMap }) },
+      { call: 'edit', args: () => ({ path: st.relMap, edits: [{ oldText: '{', newText: '{ ' }] }) },
+      { call: 'write', args: () => ({ path: st.relMap, content: '{}' }) },
     ],
     config: [
-      { call: "edit", args: () => ({ path: st.run.configPath, edits: [{ oldText: '"claw-identity": {', newText: '"claw-identity": { "enabled": false,' }] }) },
-      { call: "write", args: () => ({ path: st.run.configPath, content: "{}" }) },
-      { call: "read", args: () => ({ path: st.run.configPath }) },
+      { call: 'edit', args: () => ({ path: st.run.configPath, edits: [{ oldText: '"claw-identity": {', newText: '"claw-identity": { "enabled": false,' }] }) },
+      { call: 'write', args: () => ({ path: st.run.configPath, content: '{}' }) },
+      { call: 'read', args: () => ({ path: st.run.configPath }) },
     ],
     spawncwd: [
-      { call: "sessions_spawn", args: (c) => ({ task: `Read it. ${marker("childread", { tag: c.params.tag })}`, cwd: st.mapDir }) },
-      { call: "sessions_spawn", args: (c) => ({ task: `Read it. ${marker("childread", { tag: c.params.tag })}`, cwd: st.run.root }) },
+      { call: 'sessions_spawn', args: (c) => ({ task: `Read it. ${marker('childread', { tag: c.params.tag })}`, cwd: st.mapDir }) },
+      { call: 'sessions_spawn', args: (c) => ({ task: `Read it. ${marker('childread', { tag: c.params.tag })}`, cwd: st.run.root }) },
     ],
-    childread: [{ call: "read", args: () => ({ path: fromRoot() }) }],
+    childread: [{ call: 'read', args: () => ({ path: fromRoot() }) }],
   };
 }

@@ -10,23 +10,23 @@
 //   get re-parented when the gateway exits). Never by name.
 // - Tokens never appear in output: only fingerprints (first 12 hex of sha256).
 
-import { spawn } from "node:child_process";
-import crypto from "node:crypto";
-import fs from "node:fs";
-import net from "node:net";
-import os from "node:os";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
-import zlib from "node:zlib";
-import { baseEnv, ensureOpenclaw } from "../../scripts/ensure-openclaw.mjs";
+import { spawn } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import zlib from 'node:zlib';
+import { baseEnv, ensureOpenclaw } from '../../scripts/ensure-openclaw.mjs';
 
-export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
-export const FIXTURES = path.join(REPO_ROOT, "__test__", "e2e", "fixtures");
-export const AUDIT_STAMP_PLUGIN = path.join(FIXTURES, "audit-stamp-plugin");
-export const AGENTS = ["paco--francis", "paco--dali", "pepito--atlas"];
-export const PROVIDER = "scripted";
+export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const FIXTURES = path.join(REPO_ROOT, '__test__', 'e2e', 'fixtures');
+export const AUDIT_STAMP_PLUGIN = path.join(FIXTURES, 'audit-stamp-plugin');
+export const AGENTS = ['paco--francis', 'paco--dali', 'pepito--atlas'];
+export const PROVIDER = 'scripted';
 
-const KEEP = process.env.CLAW_E2E_KEEP === "1";
+const KEEP = process.env.CLAW_E2E_KEEP === '1';
 
 let logSink = (line) => process.stderr.write(`${line}\n`);
 
@@ -36,11 +36,11 @@ export function setLog(sink) {
 }
 
 export function log(...parts) {
-  logSink(`[e2e ${new Date().toISOString().slice(11, 19)}] ${parts.join(" ")}`);
+  logSink(`[e2e ${new Date().toISOString().slice(11, 19)}] ${parts.join(' ')}`);
 }
 
 export function fingerprint(token) {
-  return crypto.createHash("sha256").update(String(token)).digest("hex").slice(0, 12);
+  return crypto.createHash('sha256').update(String(token)).digest('hex').slice(0, 12);
 }
 
 /** Hide anything token-shaped (a run of 32+ hex digits) behind its fingerprint. */
@@ -50,16 +50,16 @@ export function scrub(text) {
 
 /** The end of a CLI result's output, scrubbed, for assertion messages. */
 export function tail(res, n = 1500) {
-  return scrub(`${res.stderr ?? ""}\n${res.stdout ?? ""}`.trim().slice(-n));
+  return scrub(`${res.stderr ?? ''}\n${res.stdout ?? ''}`.trim().slice(-n));
 }
 
 export function randomToken() {
-  return crypto.randomBytes(32).toString("hex");
+  return crypto.randomBytes(32).toString('hex');
 }
 
 /** A 42-char value a model could hallucinate (not hex-64, not in any map). */
 export function wrongToken() {
-  return "hx" + crypto.randomBytes(20).toString("hex");
+  return 'hx' + crypto.randomBytes(20).toString('hex');
 }
 
 let ensured;
@@ -73,8 +73,8 @@ export async function freePort() {
   return new Promise((resolve, reject) => {
     const s = net.createServer();
     s.unref();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
       const { port } = s.address();
       s.close(() => resolve(port));
     });
@@ -95,8 +95,8 @@ const ACTIVE_RUNS = new Set();
 
 function procStat(pid) {
   try {
-    const s = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-    const rest = s.slice(s.lastIndexOf(")") + 2).split(" ");
+    const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const rest = s.slice(s.lastIndexOf(')') + 2).split(' ');
     // rest[0] = state (field 3), rest[1] = ppid (4), rest[19] = starttime (22)
     return { state: rest[0], ppid: Number(rest[1]), starttime: rest[19] };
   } catch {
@@ -106,7 +106,7 @@ function procStat(pid) {
 
 function allPids() {
   return fs
-    .readdirSync("/proc")
+    .readdirSync('/proc')
     .filter((d) => /^\d+$/.test(d))
     .map(Number);
 }
@@ -150,7 +150,7 @@ export function pidsWithRunMarker(runId) {
 
 function alive(pid, starttime) {
   const st = procStat(pid);
-  if (!st || st.state === "Z") return false;
+  if (!st || st.state === 'Z') return false;
   return starttime === undefined || st.starttime === starttime;
 }
 
@@ -172,7 +172,13 @@ export async function stopTree(rootPid, { runId, graceMs = 8000 } = {}) {
   }
   if (runId) pidsWithRunMarker(runId).forEach(add);
   if (!snapshot.size) return [];
-  for (const [pid, t] of snapshot) if (alive(pid, t)) try { process.kill(pid, "SIGTERM"); } catch { /* gone */ }
+  for (const [pid, t] of snapshot)
+    if (alive(pid, t))
+      try {
+        process.kill(pid, 'SIGTERM');
+      } catch {
+        /* gone */
+      }
   const deadline = Date.now() + graceMs;
   while (Date.now() < deadline) {
     // Late children (spawned during shutdown) join the set.
@@ -185,7 +191,7 @@ export async function stopTree(rootPid, { runId, graceMs = 8000 } = {}) {
   for (const [pid, t] of snapshot) {
     if (alive(pid, t)) {
       try {
-        process.kill(pid, "SIGKILL");
+        process.kill(pid, 'SIGKILL');
         killed.push(pid);
       } catch {
         /* gone */
@@ -200,28 +206,29 @@ export async function stopTree(rootPid, { runId, graceMs = 8000 } = {}) {
 function killAllSync() {
   for (const [pid, { starttime, runId }] of started) {
     const victims = new Set([pid, ...descendants(pid)]);
-    if (runId) pidsWithRunMarker(runId).forEach((p) => victims.add(p));
+    if (runId) for (const p of pidsWithRunMarker(runId)) victims.add(p);
     for (const p of victims) {
       if (p === pid && !alive(pid, starttime)) continue;
       try {
-        process.kill(p, "SIGKILL");
+        process.kill(p, 'SIGKILL');
       } catch {
         /* gone */
       }
     }
   }
-  for (const run of ACTIVE_RUNS) for (const p of pidsWithRunMarker(run.runId)) {
-    try {
-      process.kill(p, "SIGKILL");
-    } catch {
-      /* gone */
+  for (const run of ACTIVE_RUNS)
+    for (const p of pidsWithRunMarker(run.runId)) {
+      try {
+        process.kill(p, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
     }
-  }
 }
-process.on("exit", killAllSync);
+process.on('exit', killAllSync);
 // Interrupted (Ctrl-C, a timeout's SIGTERM): stop our processes, drop our lock
 // entries and run folders, then die with the signal's status.
-for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) {
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
   process.once(sig, () => {
     killAllSync();
     for (const run of ACTIVE_RUNS) {
@@ -232,29 +239,29 @@ for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) {
         /* best effort */
       }
     }
-    process.exit(128 + (sig === "SIGINT" ? 2 : sig === "SIGTERM" ? 15 : 1));
+    process.exit(128 + (sig === 'SIGINT' ? 2 : sig === 'SIGTERM' ? 15 : 1));
   });
 }
 
 function track(child, runId) {
   const st = procStat(child.pid);
   started.set(child.pid, { starttime: st?.starttime, runId });
-  child.once("exit", () => started.delete(child.pid));
+  child.once('exit', () => started.delete(child.pid));
 }
 
 // ---------------------------------------------------------------------------
 // Runs
 
-export const DEFAULT_LOG_DIR = "/tmp/openclaw";
+export const DEFAULT_LOG_DIR = '/tmp/openclaw';
 const PROCESS_START = Date.now();
 const OUR_RUN_ROOTS = new Set();
 
 function lockRoots() {
-  const tmp = "/tmp"; // OpenClaw hard-codes /tmp for these, whatever TMPDIR says
+  const tmp = '/tmp'; // OpenClaw hard-codes /tmp for these, whatever TMPDIR says
   try {
     return fs
       .readdirSync(tmp)
-      .filter((n) => n.startsWith("openclaw-state-locks-"))
+      .filter((n) => n.startsWith('openclaw-state-locks-'))
       .map((n) => path.join(tmp, n));
   } catch {
     return [];
@@ -291,30 +298,30 @@ export async function createRun(name, { base = os.tmpdir(), node } = {}) {
   const root = fs.mkdtempSync(path.join(base, `claw-e2e-${name}-`));
   fs.chmodSync(root, 0o700);
   OUR_RUN_ROOTS.add(root);
-  const runId = crypto.randomBytes(8).toString("hex");
+  const runId = crypto.randomBytes(8).toString('hex');
   const dirs = {
     root,
-    home: mkdir0700(path.join(root, "home")),
-    state: mkdir0700(path.join(root, "state")),
-    configDir: mkdir0700(path.join(root, "config")),
-    logs: mkdir0700(path.join(root, "logs")),
-    tmp: mkdir0700(path.join(root, "tmp")),
-    secrets: mkdir0700(path.join(root, "secrets")),
-    mcp: mkdir0700(path.join(root, "mcp")),
-    model: mkdir0700(path.join(root, "model")),
-    workspaces: mkdir0700(path.join(root, "workspaces")),
-    proc: mkdir0700(path.join(root, "proc")),
+    home: mkdir0700(path.join(root, 'home')),
+    state: mkdir0700(path.join(root, 'state')),
+    configDir: mkdir0700(path.join(root, 'config')),
+    logs: mkdir0700(path.join(root, 'logs')),
+    tmp: mkdir0700(path.join(root, 'tmp')),
+    secrets: mkdir0700(path.join(root, 'secrets')),
+    mcp: mkdir0700(path.join(root, 'mcp')),
+    model: mkdir0700(path.join(root, 'model')),
+    workspaces: mkdir0700(path.join(root, 'workspaces')),
+    proc: mkdir0700(path.join(root, 'proc')),
   };
   const run = {
     name,
     runId,
     ...dirs,
-    configPath: path.join(dirs.configDir, "openclaw.json"),
-    logFile: path.join(dirs.logs, "openclaw.log"),
-    tokenMapPath: path.join(dirs.secrets, "token-map.json"),
-    callLog: path.join(dirs.mcp, "claw-os-calls.jsonl"),
-    modelLog: path.join(dirs.model, "requests.jsonl"),
-    gatewayToken: crypto.randomBytes(24).toString("hex"),
+    configPath: path.join(dirs.configDir, 'openclaw.json'),
+    logFile: path.join(dirs.logs, 'openclaw.log'),
+    tokenMapPath: path.join(dirs.secrets, 'token-map.json'),
+    callLog: path.join(dirs.mcp, 'claw-os-calls.jsonl'),
+    modelLog: path.join(dirs.model, 'requests.jsonl'),
+    gatewayToken: crypto.randomBytes(24).toString('hex'),
     gatewayPort: null,
     runtime: rt,
     locksBefore: snapshotLocks(),
@@ -324,15 +331,15 @@ export async function createRun(name, { base = os.tmpdir(), node } = {}) {
       HOME: dirs.home,
       OPENCLAW_HOME: dirs.home,
       OPENCLAW_STATE_DIR: dirs.state,
-      OPENCLAW_CONFIG_PATH: path.join(dirs.configDir, "openclaw.json"),
+      OPENCLAW_CONFIG_PATH: path.join(dirs.configDir, 'openclaw.json'),
       TMPDIR: dirs.tmp,
-      OPENCLAW_DISABLE_BONJOUR: "1",
-      OPENCLAW_NO_RESPAWN: "1",
-      OPENCLAW_SKIP_CHANNELS: "1",
-      OPENCLAW_EXEC_SHELL_SNAPSHOT: "0",
-      NO_COLOR: "1",
+      OPENCLAW_DISABLE_BONJOUR: '1',
+      OPENCLAW_NO_RESPAWN: '1',
+      OPENCLAW_SKIP_CHANNELS: '1',
+      OPENCLAW_EXEC_SHELL_SNAPSHOT: '0',
+      NO_COLOR: '1',
       // One compile cache for all runs (speeds up every start); it holds compiled code only.
-      NODE_COMPILE_CACHE: path.join(REPO_ROOT, ".cache", "node-compile-cache"),
+      NODE_COMPILE_CACHE: path.join(REPO_ROOT, '.cache', 'node-compile-cache'),
       CLAW_E2E_RUN: runId,
     },
   };
@@ -343,8 +350,8 @@ export async function createRun(name, { base = os.tmpdir(), node } = {}) {
 
 /** Write the token map atomically (0600 in a 0700 dir). */
 export function writeTokenMap(run, map) {
-  const tmp = path.join(run.secrets, `.token-map.${process.pid}.${crypto.randomBytes(4).toString("hex")}.tmp`);
-  fs.writeFileSync(tmp, JSON.stringify(map, null, 2) + "\n", { mode: 0o600 });
+  const tmp = path.join(run.secrets, `.token-map.${process.pid}.${crypto.randomBytes(4).toString('hex')}.tmp`);
+  fs.writeFileSync(tmp, JSON.stringify(map, null, 2) + '\n', { mode: 0o600 });
   fs.chmodSync(tmp, 0o600);
   fs.renameSync(tmp, run.tokenMapPath);
   return run.tokenMapPath;
@@ -370,7 +377,7 @@ export function makeTokens(agents = AGENTS) {
  */
 export async function writeConfig(run, o) {
   const agents = o.agents ?? AGENTS;
-  const modelId = o.modelId ?? "scripted-1";
+  const modelId = o.modelId ?? 'scripted-1';
   const entries = {};
   for (const a of agents) entries[a] = { workspace: mkdir0700(path.join(run.workspaces, a)) };
   const cfg = {
@@ -379,26 +386,26 @@ export async function writeConfig(run, o) {
       providers: {
         [PROVIDER]: {
           baseUrl: o.modelBaseUrl,
-          apiKey: "e2e-not-a-secret",
-          api: "openai-completions",
-          models: [{ id: modelId, name: "Scripted e2e model", contextWindow: 128000, maxTokens: 4096 }],
+          apiKey: 'e2e-not-a-secret',
+          api: 'openai-completions',
+          models: [{ id: modelId, name: 'Scripted e2e model', contextWindow: 128000, maxTokens: 4096 }],
         },
       },
     },
     agents: {
-      ownership: "explicit",
+      ownership: 'explicit',
       defaults: {
         model: { primary: `${PROVIDER}/${modelId}` },
         systemAgent: { agentId: agents[0] },
-        subagents: { allowAgents: ["*"] },
+        subagents: { allowAgents: ['*'] },
       },
       entries,
     },
     mcp: {
       servers: {
-        "claw-os": {
+        'claw-os': {
           command: run.runtime.node,
-          args: [path.join(FIXTURES, "claw-os-server.mjs")],
+          args: [path.join(FIXTURES, 'claw-os-server.mjs')],
           // OpenClaw gives MCP servers a scrubbed environment: pass the run id on so
           // stopping the run finds them even if their parent is gone.
           env: { CLAW_OS_CALL_LOG: run.callLog, CLAW_E2E_RUN: run.runId },
@@ -409,10 +416,10 @@ export async function writeConfig(run, o) {
   if (o.toolSearch === false) cfg.tools = { toolSearch: false };
   if (o.gateway) {
     run.gatewayPort ??= await freePort();
-    cfg.gateway = { mode: "local", bind: "loopback", port: run.gatewayPort, auth: { mode: "token", token: run.gatewayToken } };
+    cfg.gateway = { mode: 'local', bind: 'loopback', port: run.gatewayPort, auth: { mode: 'token', token: run.gatewayToken } };
   }
   if (o.plugin) {
-    cfg.plugins = { entries: { "claw-identity": { enabled: o.plugin.enabled ?? true, ...(o.plugin.config ? { config: o.plugin.config } : {}) } } };
+    cfg.plugins = { entries: { 'claw-identity': { enabled: o.plugin.enabled ?? true, ...(o.plugin.config ? { config: o.plugin.config } : {}) } } };
     if (o.plugin.path) cfg.plugins.load = { paths: [o.plugin.path] };
   }
   for (const p of o.extraPlugins ?? []) {
@@ -422,27 +429,27 @@ export async function writeConfig(run, o) {
     cfg.plugins.load.paths.push(p.path);
   }
   const merged = o.extra ? deepMerge(cfg, o.extra) : cfg;
-  fs.writeFileSync(run.configPath, JSON.stringify(merged, null, 2) + "\n", { mode: 0o600 });
+  fs.writeFileSync(run.configPath, JSON.stringify(merged, null, 2) + '\n', { mode: 0o600 });
   run.config = merged;
   return merged;
 }
 
 /** Read back the config file (OpenClaw may have rewritten it, e.g. after plugins install). */
 export function readConfig(run) {
-  return JSON.parse(fs.readFileSync(run.configPath, "utf8"));
+  return JSON.parse(fs.readFileSync(run.configPath, 'utf8'));
 }
 
 /** Patch the config file in place (deep merge). */
 export function patchConfig(run, patch) {
   const merged = deepMerge(readConfig(run), patch);
-  fs.writeFileSync(run.configPath, JSON.stringify(merged, null, 2) + "\n", { mode: 0o600 });
+  fs.writeFileSync(run.configPath, JSON.stringify(merged, null, 2) + '\n', { mode: 0o600 });
   run.config = merged;
   return merged;
 }
 
 export function deepMerge(a, b) {
-  if (Array.isArray(b) || typeof b !== "object" || b === null) return b;
-  const out = { ...(typeof a === "object" && a && !Array.isArray(a) ? a : {}) };
+  if (Array.isArray(b) || typeof b !== 'object' || b === null) return b;
+  const out = { ...(typeof a === 'object' && a && !Array.isArray(a) ? a : {}) };
   for (const [k, v] of Object.entries(b)) out[k] = v === undefined ? undefined : deepMerge(out[k], v);
   return out;
 }
@@ -453,28 +460,34 @@ export function deepMerge(a, b) {
  */
 export async function openclaw(run, args, { timeoutMs = 180_000, env = {}, label } = {}) {
   const rt = run.runtime;
-  const tag = label ?? args.slice(0, 2).join("-").replace(/[^a-z0-9-]/gi, "");
-  const n = (run.procSeq = (run.procSeq ?? 0) + 1);
-  const outFile = path.join(run.proc, `${String(n).padStart(3, "0")}-${tag}.out`);
-  const errFile = path.join(run.proc, `${String(n).padStart(3, "0")}-${tag}.err`);
+  const tag =
+    label ??
+    args
+      .slice(0, 2)
+      .join('-')
+      .replace(/[^a-z0-9-]/gi, '');
+  run.procSeq = (run.procSeq ?? 0) + 1;
+  const n = run.procSeq;
+  const outFile = path.join(run.proc, `${String(n).padStart(3, '0')}-${tag}.out`);
+  const errFile = path.join(run.proc, `${String(n).padStart(3, '0')}-${tag}.err`);
   const t0 = Date.now();
   const child = spawn(rt.node, [rt.openclawEntry, ...args], {
     cwd: run.home,
     env: { ...run.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   track(child, run.runId);
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (c) => (stdout += c));
-  child.stderr.on("data", (c) => (stderr += c));
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c) => (stdout += c));
+  child.stderr.on('data', (c) => (stderr += c));
   let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;
-    log(`openclaw ${args.slice(0, 2).join(" ")}: no exit after ${timeoutMs / 1000} s, stopping pid ${child.pid}`);
+    log(`openclaw ${args.slice(0, 2).join(' ')}: no exit after ${timeoutMs / 1000} s, stopping pid ${child.pid}`);
     stopTree(child.pid);
   }, timeoutMs);
-  const { code, signal } = await new Promise((resolve) => child.once("close", (code, signal) => resolve({ code, signal })));
+  const { code, signal } = await new Promise((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
   clearTimeout(timer);
   // Anything the CLI left behind (e.g. an MCP child) goes too.
   const leftovers = descendants(child.pid);
@@ -492,7 +505,7 @@ function tryJson(s) {
     return JSON.parse(t);
   } catch {
     // --json output may be preceded by log lines: take the last top-level JSON object.
-    const i = t.lastIndexOf("\n{");
+    const i = t.lastIndexOf('\n{');
     if (i >= 0) {
       try {
         return JSON.parse(t.slice(i + 1));
@@ -500,7 +513,7 @@ function tryJson(s) {
         /* no */
       }
     }
-    const j = t.indexOf("{");
+    const j = t.indexOf('{');
     if (j > 0) {
       try {
         return JSON.parse(t.slice(j));
@@ -535,21 +548,23 @@ async function agentTurn(run, args, opts) {
     const res = await openclaw(run, args, opts);
     const busy = res.code !== 0 && TRANSIENT.test(`${res.stderr}\n${res.stdout}`);
     if (!busy || attempt === STATE_LOCK_ATTEMPTS) return { ...res, attempts: attempt };
-    log(`openclaw agent (${opts.label}): OpenClaw failed on its own (${transientOpenClawError(`${res.stderr}\n${res.stdout}`)}); running the turn again (attempt ${attempt + 1} of ${STATE_LOCK_ATTEMPTS})`);
+    log(
+      `openclaw agent (${opts.label}): OpenClaw failed on its own (${transientOpenClawError(`${res.stderr}\n${res.stdout}`)}); running the turn again (attempt ${attempt + 1} of ${STATE_LOCK_ATTEMPTS})`,
+    );
     await new Promise((r) => setTimeout(r, 250 * attempt));
   }
 }
 
 /** One embedded turn: `openclaw agent --local --agent A --session-key K --message M --json`. */
 export async function agentLocal(run, { agent, sessionKey, message, timeoutMs = 240_000 }) {
-  const key = sessionKey ?? `agent:${agent}:e2e-${crypto.randomBytes(4).toString("hex")}`;
-  return agentTurn(run, ["agent", "--local", "--agent", agent, "--session-key", key, "--message", message, "--json"], { timeoutMs, label: `local-${agent}` });
+  const key = sessionKey ?? `agent:${agent}:e2e-${crypto.randomBytes(4).toString('hex')}`;
+  return agentTurn(run, ['agent', '--local', '--agent', agent, '--session-key', key, '--message', message, '--json'], { timeoutMs, label: `local-${agent}` });
 }
 
 /** One turn through the running gateway. */
 export async function agentViaGateway(run, { agent, sessionKey, message, timeoutMs = 240_000, extraArgs = [] }) {
-  const key = sessionKey ?? `agent:${agent}:e2e-${crypto.randomBytes(4).toString("hex")}`;
-  return agentTurn(run, ["agent", "--agent", agent, "--session-key", key, "--message", message, "--json", ...extraArgs], {
+  const key = sessionKey ?? `agent:${agent}:e2e-${crypto.randomBytes(4).toString('hex')}`;
+  return agentTurn(run, ['agent', '--agent', agent, '--session-key', key, '--message', message, '--json', ...extraArgs], {
     timeoutMs,
     env: { OPENCLAW_GATEWAY_TOKEN: run.gatewayToken },
     label: `gw-${agent}`,
@@ -561,33 +576,33 @@ export async function agentViaGateway(run, { agent, sessionKey, message, timeout
  * Returns { pid, stop(), ms }.
  */
 export async function startGateway(run, { timeoutMs = 180_000 } = {}) {
-  if (!run.gatewayPort) throw new Error("writeConfig(run, {gateway: true}) first");
+  if (!run.gatewayPort) throw new Error('writeConfig(run, {gateway: true}) first');
   const rt = run.runtime;
-  const out = fs.openSync(path.join(run.proc, "gateway.out"), "a", 0o600);
-  const err = fs.openSync(path.join(run.proc, "gateway.err"), "a", 0o600);
+  const out = fs.openSync(path.join(run.proc, 'gateway.out'), 'a', 0o600);
+  const err = fs.openSync(path.join(run.proc, 'gateway.err'), 'a', 0o600);
   const t0 = Date.now();
-  const child = spawn(rt.node, [rt.openclawEntry, "gateway", "run"], {
+  const child = spawn(rt.node, [rt.openclawEntry, 'gateway', 'run'], {
     cwd: run.home,
     env: { ...run.env },
-    stdio: ["ignore", out, err],
+    stdio: ['ignore', out, err],
   });
   fs.closeSync(out);
   fs.closeSync(err);
   track(child, run.runId);
   let exited = null;
-  child.once("exit", (code, signal) => (exited = { code, signal }));
+  child.once('exit', (code, signal) => (exited = { code, signal }));
   log(`gateway: starting (pid ${child.pid}, port ${run.gatewayPort}) ...`);
   let lastNote = Date.now();
-  let lastStatus = "no answer";
+  let lastStatus = 'no answer';
   for (;;) {
     if (exited) {
-      let why = "";
+      let why = '';
       if (exited.code === 78) {
         // EX_CONFIG: ask OpenClaw which key is wrong.
-        const v = await openclaw(run, ["config", "validate"], { timeoutMs: 120_000, label: "config-validate" });
+        const v = await openclaw(run, ['config', 'validate'], { timeoutMs: 120_000, label: 'config-validate' });
         why = `\nopenclaw config validate: ${tail(v, 2000)}`;
       }
-      const text = readTail(path.join(run.proc, "gateway.err"), 3000) + "\n" + readTail(path.join(run.proc, "gateway.out"), 3000);
+      const text = readTail(path.join(run.proc, 'gateway.err'), 3000) + '\n' + readTail(path.join(run.proc, 'gateway.out'), 3000);
       throw new Error(`gateway exited before ready (${exited.code ?? exited.signal}):\n${scrub(text)}${why}`);
     }
     const r = await httpGet(`http://127.0.0.1:${run.gatewayPort}/readyz`);
@@ -636,24 +651,24 @@ export async function startGateway(run, { timeoutMs = 180_000 } = {}) {
 
 function readTail(file, n) {
   try {
-    const s = fs.readFileSync(file, "utf8");
+    const s = fs.readFileSync(file, 'utf8');
     return s.slice(-n);
   } catch {
-    return "";
+    return '';
   }
 }
 
 function httpGet(url) {
   return new Promise((resolve) => {
-    const req = (url.startsWith("https") ? null : import("node:http")).then((http) => {
+    const req = (url.startsWith('https') ? null : import('node:http')).then((http) => {
       const r = http.get(url, { timeout: 3000 }, (res) => {
-        let body = "";
-        res.setEncoding("utf8");
-        res.on("data", (c) => (body += c));
-        res.on("end", () => resolve({ status: res.statusCode, body }));
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode, body }));
       });
-      r.on("timeout", () => r.destroy());
-      r.on("error", () => resolve(null));
+      r.on('timeout', () => r.destroy());
+      r.on('error', () => resolve(null));
     });
     void req;
   });
@@ -675,11 +690,11 @@ export function defaultLogSnapshot() {
 }
 
 export function defaultLogSince(snapshot) {
-  let out = "";
+  let out = '';
   try {
     for (const n of fs.readdirSync(DEFAULT_LOG_DIR)) {
       const buf = fs.readFileSync(path.join(DEFAULT_LOG_DIR, n));
-      out += buf.subarray(snapshot.get(n) ?? 0).toString("utf8");
+      out += buf.subarray(snapshot.get(n) ?? 0).toString('utf8');
     }
   } catch {
     /* absent */
@@ -705,9 +720,9 @@ export async function finishRun(run, { keep = KEEP } = {}) {
  */
 export function removeOwnLocks(run) {
   const ours = new Set();
-  const addHash = (p) => ours.add(crypto.createHash("sha256").update(p).digest("hex").slice(0, 8));
+  const addHash = (p) => ours.add(crypto.createHash('sha256').update(p).digest('hex').slice(0, 8));
   const stateReal = fs.existsSync(run.state) ? fs.realpathSync(run.state) : run.state;
-  addHash(path.join(stateReal, "state", "openclaw.sqlite"));
+  addHash(path.join(stateReal, 'state', 'openclaw.sqlite'));
   const walk = (d) => {
     let entries = [];
     try {
@@ -718,7 +733,7 @@ export function removeOwnLocks(run) {
     for (const e of entries) {
       const p = path.join(d, e.name);
       if (e.isDirectory()) walk(p);
-      else if (/\.sqlite/.test(e.name)) addHash(p.replace(/(\.sqlite)(-wal|-shm|-journal)$/, "$1"));
+      else if (/\.sqlite/.test(e.name)) addHash(p.replace(/(\.sqlite)(-wal|-shm|-journal)$/, '$1'));
     }
   };
   walk(stateReal);
@@ -756,7 +771,7 @@ export function removeOwnLocks(run) {
       for (const n of fs.readdirSync(DEFAULT_LOG_DIR)) {
         const f = path.join(DEFAULT_LOG_DIR, n);
         if (fs.statSync(f).mtimeMs < PROCESS_START) continue;
-        const text = fs.readFileSync(f, "utf8");
+        const text = fs.readFileSync(f, 'utf8');
         const named = new Set(text.match(/\/tmp\/claw-e2e-[A-Za-z0-9-]+/g) || []);
         if (named.size && [...named].every((r) => OUR_RUN_ROOTS.has(r))) {
           fs.rmSync(f, { force: true });
@@ -775,8 +790,8 @@ export function removeOwnLocks(run) {
 export function readCalls(run) {
   try {
     return fs
-      .readFileSync(run.callLog, "utf8")
-      .split("\n")
+      .readFileSync(run.callLog, 'utf8')
+      .split('\n')
       .filter(Boolean)
       .map((l) => JSON.parse(l));
   } catch {
@@ -786,10 +801,10 @@ export function readCalls(run) {
 
 /** OpenClaw's JSON-lines log, parsed leniently: [{raw, obj}] */
 export function readLog(run) {
-  let s = "";
-  for (const f of logFiles(run)) s += fs.readFileSync(f, "utf8");
+  let s = '';
+  for (const f of logFiles(run)) s += fs.readFileSync(f, 'utf8');
   return s
-    .split("\n")
+    .split('\n')
     .filter(Boolean)
     .map((raw) => {
       let obj = null;
@@ -804,7 +819,7 @@ export function readLog(run) {
 
 function logFiles(run) {
   const dir = path.dirname(run.logFile);
-  const base = path.basename(run.logFile, ".log");
+  const base = path.basename(run.logFile, '.log');
   try {
     return fs
       .readdirSync(dir)
@@ -819,14 +834,14 @@ function logFiles(run) {
 export function logMessages(run) {
   return readLog(run).map(({ raw, obj }) => {
     if (!obj) return raw;
-    if (typeof obj.message === "string") return obj.message;
-    for (const k of ["1", "0", "msg"]) if (typeof obj[k] === "string") return obj[k];
+    if (typeof obj.message === 'string') return obj.message;
+    for (const k of ['1', '0', 'msg']) if (typeof obj[k] === 'string') return obj[k];
     return raw;
   });
 }
 
 /** Wait for `fn()` to return a truthy value; `timeoutMs` is a safety net. */
-export async function waitFor(fn, { timeoutMs = 120_000, intervalMs = 500, what = "condition", progressMs = 10_000 } = {}) {
+export async function waitFor(fn, { timeoutMs = 120_000, intervalMs = 500, what = 'condition', progressMs = 10_000 } = {}) {
   const t0 = Date.now();
   let lastNote = t0;
   for (;;) {
@@ -881,8 +896,8 @@ export function describeCalls(calls, tokens = {}) {
   const byToken = new Map(Object.entries(tokens).map(([a, t]) => [t, a]));
   return calls.map((c) => {
     const t = c.args?.auth_token;
-    const who = t === undefined ? "absent" : byToken.has(t) ? `token-of:${byToken.get(t)}` : `other(len=${String(t).length},fp=${fingerprint(t)})`;
-    return `${c.tool} auth_token=${who} conv=${c.args?._conversation_id ?? "-"}`;
+    const who = t === undefined ? 'absent' : byToken.has(t) ? `token-of:${byToken.get(t)}` : `other(len=${String(t).length},fp=${fingerprint(t)})`;
+    return `${c.tool} auth_token=${who} conv=${c.args?._conversation_id ?? '-'}`;
   });
 }
 
@@ -899,14 +914,14 @@ export function tokenOwner(value, tokens) {
  */
 export async function npmPack(destDir, srcDir = REPO_ROOT) {
   if (path.resolve(srcDir) === REPO_ROOT) {
-    const { pack } = await import("../helpers/pack.mjs");
+    const { pack } = await import('../helpers/pack.mjs');
     return pack(destDir).tarball;
   }
-  const { execFile } = await import("node:child_process");
+  const { execFile } = await import('node:child_process');
   return new Promise((resolve, reject) => {
-    execFile("npm", ["pack", "--json", "--pack-destination", destDir], { cwd: srcDir, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
+    execFile('npm', ['pack', '--json', '--pack-destination', destDir], { cwd: srcDir, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
       if (err) return reject(new Error(`npm pack failed: ${scrub(err.message)}\n${scrub(stderr)}`));
-      const info = JSON.parse(stdout.slice(stdout.indexOf("[")));
+      const info = JSON.parse(stdout.slice(stdout.indexOf('[')));
       resolve(path.join(destDir, info[0].filename));
     });
   });
@@ -914,7 +929,7 @@ export async function npmPack(destDir, srcDir = REPO_ROOT) {
 
 /** How to name a received token in test output: the agent it belongs to, never the value. */
 export function who(value, tokens, extra = {}) {
-  if (value === undefined) return "absent";
+  if (value === undefined) return 'absent';
   const owner = tokenOwner(value, { ...tokens, ...extra });
   if (owner) return owner;
   return `other(len=${String(value).length},fp=${fingerprint(value)})`;
@@ -927,11 +942,11 @@ export function who(value, tokens, extra = {}) {
  * anything under it changes (OpenClaw: "Plugin source changed while preparing its
  * reload"), e.g. during a cargo build, and makes OpenClaw hash target/ and node_modules/.
  */
-export function stagePlugin(run, src = pluginDir(), name = "claw-identity") {
-  const dest = path.join(run.root, "plugin", name);
+export function stagePlugin(run, src = pluginDir(), name = 'claw-identity') {
+  const dest = path.join(run.root, 'plugin', name);
   fs.mkdirSync(dest, { recursive: true, mode: 0o700 });
-  const pkg = JSON.parse(fs.readFileSync(path.join(src, "package.json"), "utf8"));
-  const entries = Array.isArray(pkg.files) ? ["package.json", ...pkg.files] : fs.readdirSync(src).filter((n) => !n.startsWith(".") && n !== "node_modules");
+  const pkg = JSON.parse(fs.readFileSync(path.join(src, 'package.json'), 'utf8'));
+  const entries = Array.isArray(pkg.files) ? ['package.json', ...pkg.files] : fs.readdirSync(src).filter((n) => !n.startsWith('.') && n !== 'node_modules');
   // npm pack ships the bundled dependencies (the WebAssembly runtime) too,
   // and OpenClaw checks that a plugin's dependencies are present.
   const seen = new Set();
@@ -939,7 +954,7 @@ export function stagePlugin(run, src = pluginDir(), name = "claw-identity") {
     if (seen.has(name)) return;
     seen.add(name);
     entries.push(`node_modules/${name}`);
-    const deps = JSON.parse(fs.readFileSync(path.join(src, "node_modules", name, "package.json"), "utf8")).dependencies ?? {};
+    const deps = JSON.parse(fs.readFileSync(path.join(src, 'node_modules', name, 'package.json'), 'utf8')).dependencies ?? {};
     Object.keys(deps).forEach(bundle);
   };
   (pkg.bundleDependencies ?? []).forEach(bundle);
@@ -958,11 +973,11 @@ export function stagePlugin(run, src = pluginDir(), name = "claw-identity") {
  */
 export function pluginDir() {
   const dir = process.env.CLAW_E2E_PLUGIN_DIR ? path.resolve(process.env.CLAW_E2E_PLUGIN_DIR) : REPO_ROOT;
-  const need = ["package.json", "openclaw.plugin.json", "index.js"];
-  if (dir === REPO_ROOT) need.push("claw-identity.linux-x64-gnu.node");
+  const need = ['package.json', 'openclaw.plugin.json', 'index.js'];
+  if (dir === REPO_ROOT) need.push('claw-identity.linux-x64-gnu.node');
   const missing = need.filter((f) => !fs.existsSync(path.join(dir, f)));
   if (missing.length) {
-    throw new Error(`plugin dir ${dir} lacks ${missing.join(", ")}${missing.includes("claw-identity.linux-x64-gnu.node") ? " (run `npm run build`)" : ""}`);
+    throw new Error(`plugin dir ${dir} lacks ${missing.join(', ')}${missing.includes('claw-identity.linux-x64-gnu.node') ? ' (run `npm run build`)' : ''}`);
   }
   return dir;
 }
@@ -975,7 +990,9 @@ export function tokenPieces(text, tokens) {
   const pieces = new Map();
   for (const [agent, t] of Object.entries(tokens)) for (let i = 0; i + 16 <= t.length; i++) pieces.set(t.slice(i, i + 16).toLowerCase(), agent);
   const found = new Set();
-  for (const run of String(text).toLowerCase().match(/[0-9a-f]{16,}/g) ?? []) {
+  for (const run of String(text)
+    .toLowerCase()
+    .match(/[0-9a-f]{16,}/g) ?? []) {
     for (let i = 0; i + 16 <= run.length; i++) {
       const owner = pieces.get(run.slice(i, i + 16));
       if (owner) found.add(owner);
@@ -993,22 +1010,41 @@ export function tokenPieces(text, tokens) {
  * `session_transcript_cold_archives`. Returns [{agent, table, session, seq, text}].
  */
 export async function transcriptEvents(run) {
-  const { DatabaseSync } = await import("node:sqlite");
-  const agentsDir = path.join(run.state, "agents");
+  const { DatabaseSync } = await import('node:sqlite');
+  const agentsDir = path.join(run.state, 'agents');
   const out = [];
-  const text = (v) => (v instanceof Uint8Array ? zlib.zstdDecompressSync(v).toString("utf8") : v == null ? "" : String(v));
+  const text = (v) => (v instanceof Uint8Array ? zlib.zstdDecompressSync(v).toString('utf8') : v == null ? '' : String(v));
   for (const agent of fs.existsSync(agentsDir) ? fs.readdirSync(agentsDir) : []) {
-    const file = path.join(agentsDir, agent, "agent", "openclaw-agent.sqlite");
+    const file = path.join(agentsDir, agent, 'agent', 'openclaw-agent.sqlite');
     if (!fs.existsSync(file)) continue;
     const db = new DatabaseSync(file, { readOnly: true });
     try {
-      const tables = new Set(db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all().map((r) => r.name));
-      for (const r of db.prepare("SELECT session_id, seq, event_json, event_zstd FROM transcript_events").all()) {
-        out.push({ agent, table: "transcript_events", session: r.session_id, seq: r.seq, text: r.event_json ?? text(r.event_zstd) });
+      const tables = new Set(
+        db
+          .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+          .all()
+          .map((r) => r.name),
+      );
+      for (const r of db.prepare('SELECT session_id, seq, event_json, event_zstd FROM transcript_events').all()) {
+        out.push({ agent, table: 'transcript_events', session: r.session_id, seq: r.seq, text: r.event_json ?? text(r.event_zstd) });
       }
-      for (const table of ["session_transcript_archives", "session_transcript_cold_archives"].filter((t) => tables.has(t))) {
+      for (const table of ['session_transcript_archives', 'session_transcript_cold_archives'].filter((t) => tables.has(t))) {
         for (const r of db.prepare(`SELECT * FROM ${table}`).all()) {
-          out.push({ agent, table, session: r.session_id ?? "-", seq: -1, text: Object.values(r).map((v) => { try { return text(v); } catch { return Buffer.from(v).toString("latin1"); } }).join("\n") });
+          out.push({
+            agent,
+            table,
+            session: r.session_id ?? '-',
+            seq: -1,
+            text: Object.values(r)
+              .map((v) => {
+                try {
+                  return text(v);
+                } catch {
+                  return Buffer.from(v).toString('latin1');
+                }
+              })
+              .join('\n'),
+          });
         }
       }
     } finally {
@@ -1025,14 +1061,14 @@ export async function transcriptEvents(run) {
  * Returns [{file, table, text}] (`table` null for a plain file).
  */
 export async function stateRecords(run) {
-  const { DatabaseSync } = await import("node:sqlite");
+  const { DatabaseSync } = await import('node:sqlite');
   const out = [];
   const text = (v) => {
     if (!(v instanceof Uint8Array)) return v;
     try {
-      return zlib.zstdDecompressSync(v).toString("utf8");
+      return zlib.zstdDecompressSync(v).toString('utf8');
     } catch {
-      return Buffer.from(v).toString("latin1");
+      return Buffer.from(v).toString('latin1');
     }
   };
   const walk = (d) => {
@@ -1040,7 +1076,7 @@ export async function stateRecords(run) {
       const p = path.join(d, e.name);
       if (e.isDirectory()) walk(p);
       else if (!e.isFile() || /\.sqlite-(wal|shm|journal)$/.test(e.name)) continue;
-      else if (e.name.endsWith(".sqlite") && fs.statSync(p).size > 0) {
+      else if (e.name.endsWith('.sqlite') && fs.statSync(p).size > 0) {
         const db = new DatabaseSync(p, { readOnly: true });
         try {
           for (const { name } of db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all()) {
@@ -1055,7 +1091,7 @@ export async function stateRecords(run) {
         } finally {
           db.close();
         }
-      } else out.push({ file: p, table: null, text: fs.readFileSync(p).toString("latin1") });
+      } else out.push({ file: p, table: null, text: fs.readFileSync(p).toString('latin1') });
     }
   };
   walk(run.state);
@@ -1066,19 +1102,19 @@ export async function stateRecords(run) {
 export function strings(text) {
   const out = [];
   const walk = (v) => {
-    if (typeof v === "string") {
+    if (typeof v === 'string') {
       out.push(v);
       const t = v.trim();
-      if (t.startsWith("{") || t.startsWith("[")) {
+      if (t.startsWith('{') || t.startsWith('[')) {
         try {
           walk(JSON.parse(t));
         } catch {
           /* not JSON */
         }
       }
-    } else if (v && typeof v === "object") for (const x of Object.values(v)) walk(x);
+    } else if (v && typeof v === 'object') for (const x of Object.values(v)) walk(x);
   };
-  walk(String(text ?? ""));
+  walk(String(text ?? ''));
   return out;
 }
 
@@ -1089,5 +1125,5 @@ export function strings(text) {
  * may run a turn again on exactly these, and never relaxes an assertion.
  */
 export function transientOpenClawError(text) {
-  return String(text ?? "").match(TRANSIENT)?.[0];
+  return String(text ?? '').match(TRANSIENT)?.[0];
 }

@@ -3,45 +3,44 @@
 // `claw-identity.status` gateway method behind `openclaw claw-identity
 // status`. One gateway; the commands that need none run before it starts.
 
-import { describe, it, before, after } from "node:test";
-import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import fs from "node:fs";
-import path from "node:path";
-import * as h from "./harness.mjs";
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import * as h from './harness.mjs';
 
-const BIN = path.join(h.REPO_ROOT, "bin", "claw-identity.js");
+const BIN = path.join(h.REPO_ROOT, 'bin', 'claw-identity.js');
 
 /** The standalone command, as the run's user (its HOME and config), under the same Node as OpenClaw. */
 function bin(run, args) {
   return new Promise((resolve) => {
-    const child = spawn(run.runtime.node, [BIN, ...args], { cwd: run.home, env: { ...run.env }, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (c) => (stdout += c));
-    child.stderr.on("data", (c) => (stderr += c));
-    child.once("close", (code) => resolve({ code, stdout, stderr }));
+    const child = spawn(run.runtime.node, [BIN, ...args], { cwd: run.home, env: { ...run.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c) => (stdout += c));
+    child.stderr.on('data', (c) => (stderr += c));
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
   });
 }
 
 /** `openclaw claw-identity ...`, with the gateway's token in the environment as an operator would have it. */
-const oc = (run, args) =>
-  h.openclaw(run, ["claw-identity", ...args], { env: { OPENCLAW_GATEWAY_TOKEN: run.gatewayToken }, label: `ci-${args[0]}` });
+const oc = (run, args) => h.openclaw(run, ['claw-identity', ...args], { env: { OPENCLAW_GATEWAY_TOKEN: run.gatewayToken }, label: `ci-${args[0]}` });
 
 /** The lines of claw-identity's own report: OpenClaw may log around it on stdout. */
-const report = (stdout) => stdout.slice(stdout.indexOf("claw-identity "));
+const report = (stdout) => stdout.slice(stdout.indexOf('claw-identity '));
 
-describe("operating claw-identity from OpenClaw", () => {
+describe('operating claw-identity from OpenClaw', () => {
   const s = {};
   before(async () => {
     await h.openclawRuntime();
-    s.run = await h.createRun("ops");
+    s.run = await h.createRun('ops');
     s.tokens = h.makeTokens();
     h.writeTokenMap(s.run, s.tokens);
     await h.writeConfig(s.run, {
       gateway: true,
       // No turn is run here: the model is never asked.
-      modelBaseUrl: "http://127.0.0.1:9/v1",
+      modelBaseUrl: 'http://127.0.0.1:9/v1',
       plugin: { path: h.stagePlugin(s.run, h.pluginDir()), config: { tokenMapPath: s.run.tokenMapPath } },
     });
   });
@@ -54,15 +53,15 @@ describe("operating claw-identity from OpenClaw", () => {
     for (const [agent, t] of Object.entries(s.tokens)) assert.ok(!text.includes(t), `${agent}'s token was printed`);
   };
 
-  it("`openclaw --help` lists claw-identity (from its descriptor)", async () => {
-    const r = await h.openclaw(s.run, ["--help"], { label: "help" });
+  it('`openclaw --help` lists claw-identity (from its descriptor)', async () => {
+    const r = await h.openclaw(s.run, ['--help'], { label: 'help' });
     assert.equal(r.code, 0, h.tail(r));
     assert.match(r.stdout, /^\s+claw-identity\s+.*Per-agent MCP identity/m, h.tail(r));
   });
 
   it("`openclaw claw-identity doctor` prints the standalone command's report for the gateway's config", async () => {
-    const native = await oc(s.run, ["doctor"]);
-    const standalone = await bin(s.run, ["doctor", "--config", s.run.configPath]);
+    const native = await oc(s.run, ['doctor']);
+    const standalone = await bin(s.run, ['doctor', '--config', s.run.configPath]);
     noTokens(native.stdout + native.stderr);
     assert.equal(standalone.code, 0, standalone.stderr);
     assert.equal(native.code, standalone.code, h.tail(native));
@@ -71,86 +70,86 @@ describe("operating claw-identity from OpenClaw", () => {
     for (const [agent, t] of Object.entries(s.tokens)) assert.match(standalone.stdout, new RegExp(`${agent}\\s+${h.fingerprint(t)}`));
   });
 
-  it("explain and write-map run the same way under both", async () => {
-    const args = ["explain", "--agent", "paco--francis", "--tool", "claw-os__claw_notes", "--params", '{"note":"x"}'];
+  it('explain and write-map run the same way under both', async () => {
+    const args = ['explain', '--agent', 'paco--francis', '--tool', 'claw-os__claw_notes', '--params', '{"note":"x"}'];
     const native = await oc(s.run, args);
-    const standalone = await bin(s.run, [...args, "--config", s.run.configPath]);
+    const standalone = await bin(s.run, [...args, '--config', s.run.configPath]);
     assert.equal(native.code, 0, h.tail(native));
     assert.equal(report(native.stdout), standalone.stdout);
     noTokens(native.stdout);
 
-    const from = path.join(s.run.tmp, "map-in.json");
+    const from = path.join(s.run.tmp, 'map-in.json');
     fs.writeFileSync(from, JSON.stringify(s.tokens), { mode: 0o600 });
-    const first = await oc(s.run, ["write-map", "--from", from]);
+    const first = await oc(s.run, ['write-map', '--from', from]);
     assert.equal(first.code, 0, h.tail(first));
-    assert.match(first.stdout, new RegExp(`^wrote ${s.run.tokenMapPath} \\(3 agents\\)$`, "m"));
-    const again = await bin(s.run, ["write-map", "--from", from, "--config", s.run.configPath]);
+    assert.match(first.stdout, new RegExp(`^wrote ${s.run.tokenMapPath} \\(3 agents\\)$`, 'm'));
+    const again = await bin(s.run, ['write-map', '--from', from, '--config', s.run.configPath]);
     assert.equal(again.stdout, `unchanged: ${s.run.tokenMapPath} already holds this map (3 agents); not rewritten\n`);
   });
 
   it("`openclaw claw-identity audit` prints the security-audit findings; `openclaw security audit` flags the manifest's dangerous options", async () => {
     // A weakened config: a group-readable map accepted.
-    const entry = (v) => ({ plugins: { entries: { "claw-identity": { config: { allowGroupReadable: v } } } } });
+    const entry = (v) => ({ plugins: { entries: { 'claw-identity': { config: { allowGroupReadable: v } } } } });
     h.patchConfig(s.run, entry(true));
     try {
-      const native = await oc(s.run, ["audit"]);
-      const standalone = await bin(s.run, ["audit", "--config", s.run.configPath]);
+      const native = await oc(s.run, ['audit']);
+      const standalone = await bin(s.run, ['audit', '--config', s.run.configPath]);
       noTokens(native.stdout + native.stderr + standalone.stdout);
       assert.equal(standalone.code, 1, standalone.stderr);
       assert.equal(native.code, 1, h.tail(native));
       assert.equal(report(native.stdout), standalone.stdout);
       assert.match(standalone.stdout, /^WARN {6}claw-identity\.allow_group_readable: /m);
-      const json = await bin(s.run, ["audit", "--config", s.run.configPath, "--json"]);
+      const json = await bin(s.run, ['audit', '--config', s.run.configPath, '--json']);
       const ids = JSON.parse(json.stdout).map((f) => f.checkId);
-      assert.ok(ids.includes("claw-identity.allow_group_readable"), ids.join(", "));
+      assert.ok(ids.includes('claw-identity.allow_group_readable'), ids.join(', '));
       // Every finding carries its fix.
       for (const f of JSON.parse(json.stdout)) assert.ok(f.remediation, `${f.checkId} has no fix`);
 
-      const audit = await h.openclaw(s.run, ["security", "audit", "--json"], { label: "security-audit" });
+      const audit = await h.openclaw(s.run, ['security', 'audit', '--json'], { label: 'security-audit' });
       noTokens(audit.stdout + audit.stderr);
       assert.equal(audit.code, 0, h.tail(audit));
-      const flags = audit.json?.findings?.find((f) => f.checkId === "config.insecure_or_dangerous_flags");
-      assert.ok(flags, `no dangerous-flags finding: ${(audit.json?.findings ?? []).map((f) => f.checkId).join(", ")}`);
+      const flags = audit.json?.findings?.find((f) => f.checkId === 'config.insecure_or_dangerous_flags');
+      assert.ok(flags, `no dangerous-flags finding: ${(audit.json?.findings ?? []).map((f) => f.checkId).join(', ')}`);
       assert.match(flags.detail, /plugins\.entries\.claw-identity\.config\.allowGroupReadable=true/);
     } finally {
       h.patchConfig(s.run, entry(false));
     }
-    const clean = await bin(s.run, ["audit", "--config", s.run.configPath, "--json"]);
-    assert.ok(!JSON.parse(clean.stdout).some((f) => f.checkId === "claw-identity.allow_group_readable"));
+    const clean = await bin(s.run, ['audit', '--config', s.run.configPath, '--json']);
+    assert.ok(!JSON.parse(clean.stdout).some((f) => f.checkId === 'claw-identity.allow_group_readable'));
   });
 
-  it("`openclaw claw-identity status` without a gateway says none runs (exit 1)", async () => {
-    const r = await oc(s.run, ["status"]);
+  it('`openclaw claw-identity status` without a gateway says none runs (exit 1)', async () => {
+    const r = await oc(s.run, ['status']);
     assert.equal(r.code, 1, h.tail(r));
     assert.match(r.stderr, /no gateway is running/, h.tail(r));
-    const standalone = await bin(s.run, ["status"]);
+    const standalone = await bin(s.run, ['status']);
     assert.equal(standalone.code, 1);
     assert.match(standalone.stderr, /run openclaw claw-identity status/);
   });
 
-  it("`openclaw claw-identity status` asks the running gateway: map in force, agents by fingerprint, reloads, counters", async () => {
+  it('`openclaw claw-identity status` asks the running gateway: map in force, agents by fingerprint, reloads, counters', async () => {
     s.gateway = await h.startGateway(s.run);
-    const r = await oc(s.run, ["status"]);
+    const r = await oc(s.run, ['status']);
     noTokens(r.stdout + r.stderr);
     assert.equal(r.code, 0, h.tail(r));
     const out = report(r.stdout);
-    assert.match(out, new RegExp(`^claw-identity status \\(gateway pid \\d+, plugin \\d+\\.\\d+\\.\\d+\\)$`, "m"));
-    assert.match(out, new RegExp(`^  map         ${s.run.tokenMapPath} \\(loaded\\)$`, "m"));
+    assert.match(out, /^claw-identity status \(gateway pid \d+, plugin \d+\.\d+\.\d+\)$/m);
+    assert.match(out, new RegExp(`^  map         ${s.run.tokenMapPath} \\(loaded\\)$`, 'm'));
     assert.match(out, /^ {2}agents {6}3$/m);
     assert.match(out, /^ {2}last error {2}none$/m);
-    for (const [agent, t] of Object.entries(s.tokens)) assert.match(out, new RegExp(`^${agent}\\s+${h.fingerprint(t)}$`, "m"));
+    for (const [agent, t] of Object.entries(s.tokens)) assert.match(out, new RegExp(`^${agent}\\s+${h.fingerprint(t)}$`, 'm'));
 
     // A rotation shows in the live layer: new fingerprints, one more reload.
-    const before = (await oc(s.run, ["status", "--json"])).json;
+    const before = (await oc(s.run, ['status', '--json'])).json;
     assert.equal(before.stats.agents, 3);
     const fresh = h.makeTokens();
     h.writeTokenMap(s.run, fresh);
     const after = await h.waitFor(
       async () => {
-        const j = (await oc(s.run, ["status", "--json"])).json;
+        const j = (await oc(s.run, ['status', '--json'])).json;
         return j?.stats?.reloads > before.stats.reloads ? j : null;
       },
-      { timeoutMs: 60_000, what: "the rotated map in claw-identity.status" },
+      { timeoutMs: 60_000, what: 'the rotated map in claw-identity.status' },
     );
     s.tokens = { ...s.tokens, ...Object.fromEntries(Object.entries(fresh).map(([a, t]) => [`${a} (rotated)`, t])) };
     assert.deepEqual(
@@ -164,31 +163,37 @@ describe("operating claw-identity from OpenClaw", () => {
   });
 
   it("an unusable map shows in OpenClaw's own health (`openclaw health`) until the map is good again", async () => {
-    assert.ok(s.gateway, "the gateway of the test above is not running");
+    assert.ok(s.gateway, 'the gateway of the test above is not running');
     const ours = async () => {
-      const r = await h.openclaw(s.run, ["health", "--json"], { env: { OPENCLAW_GATEWAY_TOKEN: s.run.gatewayToken }, label: "health" });
+      const r = await h.openclaw(s.run, ['health', '--json'], { env: { OPENCLAW_GATEWAY_TOKEN: s.run.gatewayToken }, label: 'health' });
       noTokens(r.stdout + r.stderr);
       const errors = r.json?.plugins?.errors;
-      return Array.isArray(errors) ? errors.filter((e) => e.id === "claw-identity") : undefined;
+      return Array.isArray(errors) ? errors.filter((e) => e.id === 'claw-identity') : undefined;
     };
     assert.deepEqual(await ours(), []);
 
     // A rotation that goes wrong: the writer leaves a map that isn't JSON.
-    const tmp = path.join(s.run.secrets, ".broken.tmp");
+    const tmp = path.join(s.run.secrets, '.broken.tmp');
     fs.writeFileSync(tmp, '{ "paco--francis": ', { mode: 0o600 });
     fs.renameSync(tmp, s.run.tokenMapPath);
     // OpenClaw serves health from a snapshot it refreshes in the background.
-    const failing = await h.waitFor(async () => {
-      const errors = await ours();
-      return errors?.length ? errors : null;
-    }, {
-      timeoutMs: 90_000,
-      intervalMs: 2000,
-      what: "claw-identity's service failure in openclaw health",
-    });
+    const failing = await h.waitFor(
+      async () => {
+        const errors = await ours();
+        return errors?.length ? errors : null;
+      },
+      {
+        timeoutMs: 90_000,
+        intervalMs: 2000,
+        what: "claw-identity's service failure in openclaw health",
+      },
+    );
     assert.equal(failing.length, 1);
-    assert.equal(failing[0].failurePhase, "service");
-    assert.match(failing[0].error, /^service claw-identity: claw-identity: .*token-map\.json is not in force: .*not a valid token map.*The last good map \(3 agents\) stays in force until the file is fixed/);
+    assert.equal(failing[0].failurePhase, 'service');
+    assert.match(
+      failing[0].error,
+      /^service claw-identity: claw-identity: .*token-map\.json is not in force: .*not a valid token map.*The last good map \(3 agents\) stays in force until the file is fixed/,
+    );
 
     const fresh = h.makeTokens();
     for (const [a, t] of Object.entries(fresh)) s.tokens[`${a} (after the broken map)`] = t;
@@ -196,7 +201,7 @@ describe("operating claw-identity from OpenClaw", () => {
     await h.waitFor(async () => ((await ours())?.length === 0 ? true : null), {
       timeoutMs: 90_000,
       intervalMs: 2000,
-      what: "the failure cleared from openclaw health once the map is good again",
+      what: 'the failure cleared from openclaw health once the map is good again',
     });
   });
 });

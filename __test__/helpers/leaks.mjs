@@ -13,7 +13,14 @@ function pieces(secrets) {
     add(lower, s.toLowerCase(), owner);
     add(lower, [...s].reverse().join('').toLowerCase(), owner);
     add(lower, Buffer.from(s).toString('hex'), owner);
-    for (let k = 0; k < 3; k++) add(exact, Buffer.from(' '.repeat(k) + s).toString('base64').slice(4, -4), owner);
+    for (let k = 0; k < 3; k++)
+      add(
+        exact,
+        Buffer.from(' '.repeat(k) + s)
+          .toString('base64')
+          .slice(4, -4),
+        owner,
+      );
   }
   return { lower, exact };
 }

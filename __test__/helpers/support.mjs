@@ -63,7 +63,7 @@ export function fingerprint(token) {
  * looked up (which keeps the guard fast with tens of thousands of tokens).
  */
 export function assertNoTokenIn(text, label = 'output') {
-  const s = (typeof text === 'string' ? text : JSON.stringify(text) ?? '').toLowerCase();
+  const s = (typeof text === 'string' ? text : (JSON.stringify(text) ?? '')).toLowerCase();
   const runs = s.match(/[0-9a-f]{16,}/g);
   if (runs === null) return;
   haystack ??= [...tokens].join('\n').toLowerCase();

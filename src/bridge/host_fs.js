@@ -5,13 +5,15 @@
   const fs = process.getBuiltinModule('node:fs');
   const { O_CREAT, O_EXCL, O_WRONLY, O_NOFOLLOW } = fs.constants;
   const ids = (s) => [String(s.dev), String(s.ino), String(s.uid), String(s.mode)];
-  const guard = (f) => (...args) => {
-    try {
-      return f(...args);
-    } catch (e) {
-      return String(e?.code ?? e?.message ?? e);
-    }
-  };
+  const guard =
+    (f) =>
+    (...args) => {
+      try {
+        return f(...args);
+      } catch (e) {
+        return String(e?.code ?? e?.message ?? e);
+      }
+    };
   return {
     stat: guard((path) => ids(fs.statSync(path, { bigint: true }))),
     euid: guard(() => (typeof process.geteuid === 'function' ? [String(process.geteuid())] : 'ENOSYS')),
@@ -39,7 +41,10 @@
         fs.closeSync(fd);
       }
     }),
-    mkdirPrivate: guard((path) => (fs.mkdirSync(path, { recursive: true, mode: 0o700 }), [])),
+    mkdirPrivate: guard((path) => {
+      fs.mkdirSync(path, { recursive: true, mode: 0o700 });
+      return [];
+    }),
     realpath: guard((path) => [fs.realpathSync(path)]),
     cwd: guard(() => [process.cwd()]),
     pid: guard(() => [String(process.pid)]),
@@ -47,4 +52,4 @@
     homedir: guard(() => [process.getBuiltinModule('node:os').homedir()]),
     fileUrlToPath: guard((url) => [process.getBuiltinModule('node:url').fileURLToPath(url)]),
   };
-})()
+})();
