@@ -534,12 +534,16 @@ function tryJson(s) {
  * than OpenClaw's 5 s busy timeout gives up with this message: the gateway
  * then answers the `agent` request with it (code UNAVAILABLE), or a local
  * run fails with it. Nothing outside OpenClaw can see who holds the lock or
- * wait for it, so the turn is run again, for exactly this error only. The
+ * wait for it, so the turn is run again, for exactly these errors only. The
  * same goes for OpenClaw's "Agent database cleanup failed" (a sqlite handle
  * of its own that fails to close while a run ends, seen on busy clean-clone
  * runs), which fails the turn before any assertion can look at it.
+ * "Agent database execution admission is closed" is the third: a turn that
+ * reaches an agent database while OpenClaw retires its idle execution
+ * (`assertCurrent` in dist/openclaw-agent-execution-*.mjs), seen once on a
+ * clean-clone run with the machine under load.
  */
-const TRANSIENT = /another OpenClaw process owns state-lifecycle\b|Agent database cleanup failed/;
+const TRANSIENT = /another OpenClaw process owns state-lifecycle\b|Agent database cleanup failed|Agent database execution admission is closed/;
 const STATE_LOCK_ATTEMPTS = 4;
 
 /** Runs an `openclaw agent` turn, again while it fails only because the state lock was busy. */
