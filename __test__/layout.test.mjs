@@ -40,3 +40,64 @@ test('imports run one way: no module reaches itself', () => {
   // lib/ never imports an entry: the CLI takes the API it runs on.
   for (const [f, to] of edges) if (f.startsWith('lib/')) for (const t of to) assert.ok(t.startsWith('lib/'), `${f} imports ${t}`);
 });
+
+/** The project's Markdown: the root's, docs/, and the READMEs of the suites and the fuzzer. */
+function markdown() {
+  const inDir = (dir) =>
+    fs
+      .readdirSync(path.join(root, dir))
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => path.join(dir, f));
+  return [...inDir('.'), ...inDir('docs'), '__test__/e2e/README.md', 'fuzz/README.md'];
+}
+
+/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens. */
+const slug = (heading) =>
+  heading
+    .trim()
+    .toLowerCase()
+    .replace(/`/g, '')
+    .replace(/[^\p{L}\p{N} _-]/gu, '')
+    .replace(/ /g, '-');
+
+function anchors(file) {
+  const text = fs.readFileSync(path.join(root, file), 'utf8').replace(/```[\s\S]*?```/g, '');
+  return new Set([...text.matchAll(/^#{1,6} +(.+)$/gm)].map((m) => slug(m[1])));
+}
+
+test('every relative link in the docs names a file, and a heading, that exist', () => {
+  const broken = [];
+  for (const file of markdown()) {
+    const text = fs.readFileSync(path.join(root, file), 'utf8').replace(/```[\s\S]*?```/g, '');
+    for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+      if (/^[a-z]+:/i.test(target)) continue; // https:, mailto:
+      const [rel, anchor] = target.split('#');
+      const to = rel ? path.normalize(path.join(path.dirname(file), rel.replace(/\\_/g, '_'))) : file;
+      if (!fs.existsSync(path.join(root, to))) broken.push(`${file}: ${target} (no ${to})`);
+      else if (anchor && to.endsWith('.md') && !anchors(to).has(anchor)) broken.push(`${file}: ${target} (no heading #${anchor} in ${to})`);
+    }
+  }
+  assert.deepEqual(broken, []);
+});
+
+test('the README stays a front page: about 8 KB', () => {
+  const bytes = fs.statSync(path.join(root, 'README.md')).size;
+  assert.ok(bytes <= 8.5 * 1024, `README.md is ${bytes} bytes; move detail into docs/`);
+});
+
+test('no doc, test or source cites an issue number, which the repository cannot resolve', () => {
+  const found = [];
+  const walk = (dir) => {
+    for (const e of fs.readdirSync(path.join(root, dir), { withFileTypes: true })) {
+      const rel = path.join(dir, e.name);
+      if (e.isDirectory()) {
+        if (!/^(node_modules|target|\.cache|\.git)$/.test(e.name)) walk(rel);
+      } else if (/\.(md|m?js|cjs|rs|ts)$/.test(e.name)) {
+        const text = fs.readFileSync(path.join(root, rel), 'utf8');
+        for (const m of text.matchAll(/\bissues? #?\d+\b/gi)) found.push(`${rel}: ${m[0]}`);
+      }
+    }
+  };
+  walk('.');
+  assert.deepEqual(found, []);
+});

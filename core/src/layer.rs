@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use parking_lot::Mutex;
+use rustc_hash::FxHashSet;
 use sha2::{Digest, Sha256};
 
 use crate::engine::Engine;
@@ -520,19 +521,23 @@ impl Shared {
         let mut remembered = old.remembered.clone();
         // What leaves force retires: the old map's tokens that the new one
         // lacks, and refused ones the file no longer holds.
-        let in_force = |t: &str| parsed.map.sorted().iter().any(|(_, n)| n.expose() == t);
+        // Sets, not scans: a map at the size cap holds 180,000 tokens.
+        let in_force = parsed.map.token_set();
         let refused_now = token_map::tokens_in(&file.bytes)
             .into_iter()
-            .filter(|t| !in_force(t))
+            .filter(|t| !in_force.contains(t.as_str()))
             .collect::<Vec<_>>();
+        let still_refused: FxHashSet<&str> = refused_now.iter().map(String::as_str).collect();
         let leaving: Vec<String> = old
             .map
-            .sorted()
+            .token_set()
             .into_iter()
-            .map(|(_, t)| t.expose().to_owned())
+            .map(str::to_owned)
             .chain(std::mem::take(&mut remembered.refused))
-            .filter(|t| !in_force(t) && !refused_now.contains(t))
+            .filter(|t| !in_force.contains(t.as_str()) && !still_refused.contains(t.as_str()))
             .collect();
+        drop(still_refused);
+        drop(in_force);
         let early = remembered.retire(leaving.iter().map(String::as_str), now);
         remembered.refused = refused_now;
         remembered.prune(now);
@@ -567,10 +572,10 @@ impl Shared {
     /// refused, or they are in entries it skipped) stay redacted.
     fn refuse_tokens(&self, bytes: &[u8]) {
         let old = self.snapshot.load();
-        let in_force = |t: &str| old.map.sorted().iter().any(|(_, n)| n.expose() == t);
+        let in_force = old.map.token_set();
         let refused: Vec<String> = token_map::tokens_in(bytes)
             .into_iter()
-            .filter(|t| !in_force(t))
+            .filter(|t| !in_force.contains(t.as_str()))
             .collect();
         if refused == old.remembered.refused {
             return;
@@ -578,12 +583,14 @@ impl Shared {
         let now = Instant::now();
         let mut remembered = old.remembered.clone();
         // Refused tokens the file no longer holds retire, with the grace.
+        let now_refused: FxHashSet<&str> = refused.iter().map(String::as_str).collect();
         let gone: Vec<String> = remembered
             .refused
             .iter()
-            .filter(|t| !refused.contains(t))
+            .filter(|t| !now_refused.contains(t.as_str()))
             .cloned()
             .collect();
+        drop(now_refused);
         let early = remembered.retire(gone.iter().map(String::as_str), now);
         remembered.refused = refused;
         self.retired_early(early);
@@ -807,6 +814,47 @@ mod tests {
                 .map(|t| t.expose().to_owned()),
             Some(good)
         );
+    }
+
+    /// A map near the size cap, rotated whole and then refused: every step
+    /// compares 100,000 tokens with 100,000 (the first cut scanned a list
+    /// per token and took minutes here; the bench's scale rows found it).
+    #[test]
+    fn a_map_of_100_000_agents_rotates_and_is_refused_with_every_token_redacted() {
+        let (_d, map) = map_dir("large");
+        let n = 100_000u32;
+        let body = |base: u32| {
+            let entries: Vec<String> = (0..n)
+                .map(|i| format!(r#""user-{i:06}--assistant": "{}""#, token(base + i)))
+                .collect();
+            format!("{{{}}}", entries.join(","))
+        };
+        write(&map, &body(0), 0o600);
+        let l = layer(&map);
+        assert_eq!(l.shared.snapshot.load().map.len(), n as usize);
+        // Every token rotated: the old ones retire, up to the cap.
+        write(&map, &body(n), 0o600);
+        l.shared.reload();
+        let snap = l.shared.snapshot.load();
+        assert_eq!(
+            snap.map.get("user-000000--assistant").unwrap().expose(),
+            token(n)
+        );
+        assert_eq!(snap.remembered.retired.len(), MAX_RETIRED);
+        // The same map made unsafe: refused, its tokens (here the ones in
+        // force) stay redacted; a third set in a refused file is learned.
+        write(&map, &body(2 * n), 0o666);
+        l.shared.reload();
+        let snap = l.shared.snapshot.load();
+        assert_eq!(
+            snap.map.get("user-000000--assistant").unwrap().expose(),
+            token(n)
+        );
+        assert_eq!(snap.remembered.refused.len(), n as usize);
+        for i in [0, n / 2, n - 1] {
+            assert!(redacts(&l, &token(2 * n + i)), "refused token {i}");
+            assert!(redacts(&l, &token(n + i)), "token {i} in force");
+        }
     }
 
     #[test]

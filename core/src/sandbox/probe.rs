@@ -6,7 +6,6 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 use super::{plan, refuse, HostView, Inputs, Kind, Refusal, SandboxOptions};
 use crate::rules::map_access::Guard;
@@ -167,6 +166,7 @@ fn run_probe(host: &dyn HostView, bwrap: &Path, inputs: &Inputs) -> Result<(), R
 fn spawn(argv: &[OsString]) -> std::io::Result<(Option<i32>, String)> {
     use std::io::Read;
     use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
     let mut child = Command::new(&argv[0])
         .args(&argv[1..])
         .env_clear()
