@@ -27,6 +27,7 @@ import { fileURLToPath } from 'node:url';
 import { entryFile } from './helpers/subject.mjs';
 import { leaks } from './helpers/leaks.mjs';
 import { randomToken } from './helpers/support.mjs';
+import { sandboxNode } from './helpers/sandbox-node.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const CHILD = fileURLToPath(new URL('./helpers/sandbox-child.mjs', import.meta.url));
@@ -205,7 +206,7 @@ function runChild(user, L, spec, { env = {}, wrap = [] } = {}) {
 /** The escapes, by name: each a shell command run in the sandbox. */
 function escapes(L, gw) {
   const MAP = L.map;
-  const node = (js, ...args) => `${process.execPath} -e '${js}' ${args.join(' ')}`;
+  const node = (js, ...args) => `${sandboxNode()} -e '${js}' ${args.join(' ')}`;
   return {
     'sanity: a command runs in the workspace, and writes there': `echo sandbox-ok; pwd; echo made > made-inside && cat made-inside`,
     'cat of the map': `cat ${MAP}`,

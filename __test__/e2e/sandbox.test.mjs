@@ -23,6 +23,7 @@ import path from 'node:path';
 import * as h from './harness.mjs';
 import { startModelServer, marker } from './fixtures/model-server.mjs';
 import { leaks } from '../helpers/leaks.mjs';
+import { sandboxNode } from '../helpers/sandbox-node.mjs';
 
 const FRANCIS = 'paco--francis'; // workspaceAccess "rw"
 const DALI = 'paco--dali'; // workspaceAccess "none" (OpenClaw's default)
@@ -214,7 +215,7 @@ describe('the claw-identity sandbox in a real gateway', () => {
 function scripts(st) {
   // Commands are made when the model calls (the gateway's PID is known by then).
   const exec = (command, extra = {}) => ({ call: 'exec', args: () => ({ command: typeof command === 'function' ? command() : command, ...extra }) });
-  const node = (js, ...args) => `'${process.execPath}' -e '${js}' ${args.join(' ')}`;
+  const node = (js, ...args) => `'${sandboxNode()}' -e '${js}' ${args.join(' ')}`;
   return {
     work: [
       exec(`echo made-in-the-sandbox > made.txt && cat made.txt && pwd -P && echo "ppid=$PPID"`),
