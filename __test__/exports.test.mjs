@@ -20,3 +20,14 @@ test('index.js, wasm.js and index.d.ts export the same names', async () => {
   assert.deepEqual(wasm, index);
   assert.deepEqual(declared(), index);
 });
+
+test('docs/api.md lists exactly the names the entries export', async () => {
+  const text = fs.readFileSync(new URL('docs/api.md', root), 'utf8');
+  const line = text.split('\n').find((l) => l.startsWith('Both export the same names:'));
+  assert.ok(line, 'docs/api.md has no list of the exports');
+  const listed = [...line.slice(0, line.indexOf(', and as the default export')).matchAll(/`(\w+)`/g)].map((m) => m[1]).sort();
+  const index = Object.keys(await import(new URL('index.js', root)))
+    .filter((n) => n !== 'default')
+    .sort();
+  assert.deepEqual(listed, index);
+});
