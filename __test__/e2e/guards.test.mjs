@@ -33,6 +33,9 @@ describe('the guards see what OpenClaw opens', () => {
     fs.mkdirSync(s.mapDir, { mode: 0o700 });
     s.run.tokenMapPath = path.join(s.mapDir, 'token-map.json');
     s.map = s.run.tokenMapPath;
+    // A directory beside the map's, for a spawned child's cwd.
+    s.beside = path.join(s.run.home, 'projects');
+    fs.mkdirSync(s.beside, { mode: 0o700 });
     s.tokens = h.makeTokens([FRANCIS]);
     h.writeTokenMap(s.run, s.tokens);
     // The only agent, with no workspace of its own: OpenClaw gives it
@@ -97,23 +100,37 @@ describe('the guards see what OpenClaw opens', () => {
     assert.ok(fs.readFileSync(s.run.configPath).equals(s.configBefore), 'openclaw.json changed');
   });
 
-  it("a spawned child with a cwd can't read the map relative to it, and a spawn into the map's directory is refused", async () => {
-    const tag = await turn('spawncwd');
-    const spawns = s.model.toolResultsFor('spawncwd', { tag }).map((r) => String(r.result));
-    assert.equal(spawns.length, 2, `spawns: ${spawns.map((x) => h.scrub(x).slice(0, 200)).join(' | ')}`);
-    assert.ok(spawns[0].includes('map-access: '), `the spawn into the map's directory ran: ${h.scrub(spawns[0]).slice(0, 300)}`);
-    assert.ok(/accepted/.test(spawns[1]), `the spawn with a cwd above was not accepted: ${h.scrub(spawns[1]).slice(0, 300)}`);
-    // The parent's turn returns before the child runs: wait for the child's read.
-    await h.waitFor(() => s.model.toolResultsFor('childread', { tag }).length > 0, { timeoutMs: 120_000, what: "the child's read" });
-    const child = results('childread', tag, 'map-access');
-    assert.equal(child.length, 1);
-    assert.ok(child[0].refused, `the child's read was not refused: ${child[0].text}`);
+  it("a spawn with a cwd in or above the map's directory is refused; a child spawned beside it can't reach the map by a relative path", async () => {
+    for (let attempt = 1; ; attempt++) {
+      const tag = await turn('spawncwd');
+      const spawns = s.model.toolResultsFor('spawncwd', { tag }).map((r) => String(r.result));
+      assert.equal(spawns.length, 3, `spawns: ${spawns.map((x) => h.scrub(x).slice(0, 200)).join(' | ')}`);
+      assert.ok(spawns[0].includes('map-access: '), `the spawn into the map's directory ran: ${h.scrub(spawns[0]).slice(0, 300)}`);
+      assert.ok(spawns[1].includes('map-access: '), `the spawn above the map's directory ran: ${h.scrub(spawns[1]).slice(0, 300)}`);
+      assert.ok(/accepted/.test(spawns[2]), `the spawn beside the map's directory was not accepted: ${h.scrub(spawns[2]).slice(0, 300)}`);
+      // The parent's turn returns before the child runs: wait for the child's read.
+      await h.waitFor(() => s.model.toolResultsFor('childread', { tag }).length > 0, { timeoutMs: 120_000, what: "the child's read" });
+      const child = results('childread', tag, 'map-access');
+      assert.equal(child.length, 1);
+      const raw = String(s.model.toolResultsFor('childread', { tag })[0].result);
+      assert.ok(!Object.values(s.tokens).some((t) => raw.toLowerCase().includes(t.slice(0, 16))), "the child's read returned the map");
+      // OpenClaw sometimes runs the child in its workspace, not in the cwd
+      // it was spawned with (its run read the session entry before the cwd
+      // was in it): the path then names nothing, for OpenClaw and the guard
+      // alike. Spawn again, so that the case the guard is for is proved.
+      const inWorkspace = child[0].text.includes(`File not found: ${s.workspace}/`);
+      if (!child[0].refused && inWorkspace && attempt < 4) {
+        h.log(`OpenClaw ran the spawned child in its workspace, not its cwd; spawning again (attempt ${attempt + 1} of 4)`);
+        continue;
+      }
+      assert.ok(child[0].refused, `the child's read was not refused: ${child[0].text}`);
+      break;
+    }
   });
 });
 
 /** The scripted model's attempts; paths come from the run state `st` when each call is made. */
 function scripts(st) {
-  const fromRoot = () => path.relative(st.run.root, st.map);
   return {
     relmap: [
       { call: 'read', args: () => ({ path: st.relMap }) },
@@ -128,7 +145,9 @@ function scripts(st) {
     spawncwd: [
       { call: 'sessions_spawn', args: (c) => ({ task: `Read it. ${marker('childread', { tag: c.params.tag })}`, cwd: st.mapDir }) },
       { call: 'sessions_spawn', args: (c) => ({ task: `Read it. ${marker('childread', { tag: c.params.tag })}`, cwd: st.run.root }) },
+      { call: 'sessions_spawn', args: (c) => ({ task: `Read it. ${marker('childread', { tag: c.params.tag })}`, cwd: st.beside }) },
     ],
-    childread: [{ call: 'read', args: () => ({ path: fromRoot() }) }],
+    // From the directory beside the map's: up, and into it.
+    childread: [{ call: 'read', args: () => ({ path: path.relative(st.beside, st.map) }) }],
   };
 }

@@ -739,15 +739,21 @@ pub fn browser<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Deci
 
 /// `sessions_spawn`'s `cwd`: the child runs there (OpenClaw keeps it as the
 /// session's `spawnedCwd`, through `resolveUserPath`: `~` expanded, a
-/// relative one against the gateway's cwd), so one in a protected directory
-/// is refused as its listing would be. The child's own paths are then
-/// resolved against that cwd, which its session entry records.
+/// relative one against the gateway's cwd), and its relative paths reach
+/// everything below it. So a cwd in, or anywhere above, a secret location
+/// is refused as a search of that tree would be. Not only its listing: the
+/// child's run may take the cwd from the spawn itself before the session
+/// entry holds it (`params.requestedCwd ?? sessionEntry.spawnedCwd` in
+/// agent-turn-service-*.mjs, `opts.cwd ?? spawnedCwd` in agent-command-*.mjs),
+/// and until then a guard that reads the entry would resolve the child's
+/// paths against its workspace. The child's own paths are resolved against
+/// the entry's cwd once it is there (sessions made by other means too).
 pub fn spawn_cwd<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>) -> Option<Decision<'a>> {
     let raw = named(&["cwd"], call.params);
     if raw.iter().all(|r| paths::js_trim(r).is_empty()) {
         return None;
     }
-    let d = decide_paths(cx, call, raw, Reading::GatewayCwd, Access::List);
+    let d = decide_paths(cx, call, raw, Reading::GatewayCwd, Access::Search);
     (d.is_block() || d.need_session.is_some()).then_some(d)
 }
 

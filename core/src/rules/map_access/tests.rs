@@ -343,6 +343,11 @@ fn a_spawn_whose_cwd_is_in_a_protected_directory_is_refused() {
         dir.clone(),
         format!("{dir}/sub"),
         "~/.config/micelclaw".into(),
+        // Above it: the child's relative paths reach it from there.
+        "~/.config".into(),
+        "~".into(),
+        f.home.display().to_string(),
+        "/".into(),
     ] {
         let r = f.check("sessions_spawn", json!({"task": "t", "cwd": cwd}));
         assert!(
