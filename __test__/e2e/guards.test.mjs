@@ -118,9 +118,9 @@ describe('the guards see what OpenClaw opens', () => {
       // it was spawned with (its run read the session entry before the cwd
       // was in it): the path then names nothing, for OpenClaw and the guard
       // alike. Spawn again, so that the case the guard is for is proved.
-      const inWorkspace = child[0].text.includes(`File not found: ${s.workspace}/`);
-      if (!child[0].refused && inWorkspace && attempt < 4) {
-        h.log(`OpenClaw ran the spawned child in its workspace, not its cwd; spawning again (attempt ${attempt + 1} of 4)`);
+      const inWorkspace = child[0].text.includes(`File not found: ${path.resolve(s.workspace, path.relative(s.beside, s.map))}`);
+      if (!child[0].refused && inWorkspace && attempt < 6) {
+        h.log(`OpenClaw ran the spawned child in its workspace, not its cwd; spawning again (attempt ${attempt + 1} of 6)`);
         continue;
       }
       assert.ok(child[0].refused, `the child's read was not refused: ${child[0].text}`);
