@@ -255,9 +255,12 @@ test('the tokens of a map the layer refuses (a duplicate id, a shared token, uns
   const layer = configure({ tokenMapPath: s.file, logger: captureLogger().logger });
   const shared = randomToken();
   fs.writeFileSync(s.file, JSON.stringify({ a: shared, b: shared }));
-  await waitFor(() => layer.stats().lastError !== null, { what: 'the refusal' });
-  const r = redactToolResult({ toolName: 'exec', result: { content: [{ type: 'text', text: shared }] } });
-  assert.equal(r?.result?.content?.[0]?.text, `sha256:${fingerprint(shared)}`);
+  // The watcher may see the write half done first (refused too, with no
+  // whole token in it): wait for the redaction, not for the first refusal.
+  const redacted = () => redactToolResult({ toolName: 'exec', result: { content: [{ type: 'text', text: shared }] } });
+  await waitFor(() => redacted() !== undefined, { what: "the refused map's token redacted" });
+  assert.ok(layer.stats().lastError, 'the map with a shared token was not refused');
+  assert.equal(redacted().result.content[0].text, `sha256:${fingerprint(shared)}`);
   const unsafe = randomToken();
   writeMap(s.file, { a: unsafe }, 0o666);
   await waitFor(() => redactToolResult({ toolName: 'exec', result: { content: [{ type: 'text', text: unsafe }] } }) !== undefined, {
