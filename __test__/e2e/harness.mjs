@@ -1131,3 +1131,16 @@ export function strings(text) {
 export function transientOpenClawError(text) {
   return String(text ?? '').match(TRANSIENT)?.[0];
 }
+
+/** The package's standalone command (`bin/claw-identity.js`), as the run's user (its HOME and config), under OpenClaw's Node. */
+export function claw(run, args) {
+  return new Promise((resolve) => {
+    const bin = path.join(REPO_ROOT, 'bin', 'claw-identity.js');
+    const child = spawn(run.runtime.node, [bin, ...args], { cwd: run.home, env: { ...run.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c) => (stdout += c));
+    child.stderr.on('data', (c) => (stderr += c));
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}

@@ -5,24 +5,9 @@
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import * as h from './harness.mjs';
-
-const BIN = path.join(h.REPO_ROOT, 'bin', 'claw-identity.js');
-
-/** The standalone command, as the run's user (its HOME and config), under the same Node as OpenClaw. */
-function bin(run, args) {
-  return new Promise((resolve) => {
-    const child = spawn(run.runtime.node, [BIN, ...args], { cwd: run.home, env: { ...run.env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c) => (stdout += c));
-    child.stderr.on('data', (c) => (stderr += c));
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 /** `openclaw claw-identity ...`, with the gateway's token in the environment as an operator would have it. */
 const oc = (run, args) => h.openclaw(run, ['claw-identity', ...args], { env: { OPENCLAW_GATEWAY_TOKEN: run.gatewayToken }, label: `ci-${args[0]}` });
@@ -61,7 +46,7 @@ describe('operating claw-identity from OpenClaw', () => {
 
   it("`openclaw claw-identity doctor` prints the standalone command's report for the gateway's config", async () => {
     const native = await oc(s.run, ['doctor']);
-    const standalone = await bin(s.run, ['doctor', '--config', s.run.configPath]);
+    const standalone = await h.claw(s.run, ['doctor', '--config', s.run.configPath]);
     noTokens(native.stdout + native.stderr);
     assert.equal(standalone.code, 0, standalone.stderr);
     assert.equal(native.code, standalone.code, h.tail(native));
@@ -73,7 +58,7 @@ describe('operating claw-identity from OpenClaw', () => {
   it('explain and write-map run the same way under both', async () => {
     const args = ['explain', '--agent', 'paco--francis', '--tool', 'claw-os__claw_notes', '--params', '{"note":"x"}'];
     const native = await oc(s.run, args);
-    const standalone = await bin(s.run, [...args, '--config', s.run.configPath]);
+    const standalone = await h.claw(s.run, [...args, '--config', s.run.configPath]);
     assert.equal(native.code, 0, h.tail(native));
     assert.equal(report(native.stdout), standalone.stdout);
     noTokens(native.stdout);
@@ -83,7 +68,7 @@ describe('operating claw-identity from OpenClaw', () => {
     const first = await oc(s.run, ['write-map', '--from', from]);
     assert.equal(first.code, 0, h.tail(first));
     assert.match(first.stdout, new RegExp(`^wrote ${s.run.tokenMapPath} \\(3 agents\\)$`, 'm'));
-    const again = await bin(s.run, ['write-map', '--from', from, '--config', s.run.configPath]);
+    const again = await h.claw(s.run, ['write-map', '--from', from, '--config', s.run.configPath]);
     assert.equal(again.stdout, `unchanged: ${s.run.tokenMapPath} already holds this map (3 agents); not rewritten\n`);
   });
 
@@ -93,13 +78,13 @@ describe('operating claw-identity from OpenClaw', () => {
     h.patchConfig(s.run, entry(true));
     try {
       const native = await oc(s.run, ['audit']);
-      const standalone = await bin(s.run, ['audit', '--config', s.run.configPath]);
+      const standalone = await h.claw(s.run, ['audit', '--config', s.run.configPath]);
       noTokens(native.stdout + native.stderr + standalone.stdout);
       assert.equal(standalone.code, 1, standalone.stderr);
       assert.equal(native.code, 1, h.tail(native));
       assert.equal(report(native.stdout), standalone.stdout);
       assert.match(standalone.stdout, /^WARN {6}claw-identity\.allow_group_readable: /m);
-      const json = await bin(s.run, ['audit', '--config', s.run.configPath, '--json']);
+      const json = await h.claw(s.run, ['audit', '--config', s.run.configPath, '--json']);
       const ids = JSON.parse(json.stdout).map((f) => f.checkId);
       assert.ok(ids.includes('claw-identity.allow_group_readable'), ids.join(', '));
       // Every finding carries its fix.
@@ -114,7 +99,7 @@ describe('operating claw-identity from OpenClaw', () => {
     } finally {
       h.patchConfig(s.run, entry(false));
     }
-    const clean = await bin(s.run, ['audit', '--config', s.run.configPath, '--json']);
+    const clean = await h.claw(s.run, ['audit', '--config', s.run.configPath, '--json']);
     assert.ok(!JSON.parse(clean.stdout).some((f) => f.checkId === 'claw-identity.allow_group_readable'));
   });
 
@@ -122,7 +107,7 @@ describe('operating claw-identity from OpenClaw', () => {
     const r = await oc(s.run, ['status']);
     assert.equal(r.code, 1, h.tail(r));
     assert.match(r.stderr, /no gateway is running/, h.tail(r));
-    const standalone = await bin(s.run, ['status']);
+    const standalone = await h.claw(s.run, ['status']);
     assert.equal(standalone.code, 1);
     assert.match(standalone.stderr, /run openclaw claw-identity status/);
   });

@@ -8,13 +8,10 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import path from 'node:path';
-import { spawn } from 'node:child_process';
 import * as h from './harness.mjs';
 import { startModelServer, marker } from './fixtures/model-server.mjs';
 
 const FRANCIS = 'paco--francis';
-const BIN = path.join(h.REPO_ROOT, 'bin', 'claw-identity.js');
 const nonce = () => crypto.randomBytes(3).toString('hex');
 
 /** A model that has learned not to handle the secret: it never sends auth_token (nor _conversation_id). */
@@ -22,18 +19,6 @@ const SCENARIOS = {
   omit: [{ call: 'claw-os__claw_notes', args: (ctx) => ({ note: `omit ${ctx.params.tag}` }) }],
   legacy: [{ call: 'claw-os__claw_legacy', args: (ctx) => ({ note: `legacy ${ctx.params.tag}` }) }],
 };
-
-/** The standalone command, as the run's user, under OpenClaw's Node. */
-function bin(run, args) {
-  return new Promise((resolve) => {
-    const child = spawn(run.runtime.node, [BIN, ...args], { cwd: run.home, env: { ...run.env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c) => (stdout += c));
-    child.stderr.on('data', (c) => (stderr += c));
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 /** doctor's lines about the MCP servers and the other plugins. */
 const liveLines = (stdout) => stdout.split('\n').filter((l) => /^\S+ +(mcp (tool|server|servers)|token readers): /.test(l));
@@ -119,7 +104,7 @@ describe('the claw-os tool schema in a real OpenClaw', () => {
   it('`openclaw claw-identity doctor --mcp` flags the required schema and names the other plugin that gets the token; audit --mcp reports the same', async () => {
     const { run, tokens } = await setup('schema-doctor', { extraPlugins: [{ id: 'audit-stamp', path: h.AUDIT_STAMP_PLUGIN }] });
     const native = await h.openclaw(run, ['claw-identity', 'doctor', '--mcp'], { label: 'ci-doctor-mcp' });
-    const standalone = await bin(run, ['doctor', '--mcp', '--config', run.configPath]);
+    const standalone = await h.claw(run, ['doctor', '--mcp', '--config', run.configPath]);
     for (const r of [native, standalone]) {
       for (const [agent, t] of Object.entries(tokens)) assert.deepEqual(h.tokenPieces(r.stdout + r.stderr, { [agent]: t }), [], `${agent}'s token was printed`);
     }
