@@ -72,7 +72,8 @@ before(async () => {
     const target = process.env.FS_SAFE_WINDOWS_SECURITY_PATH;
     fs.appendFileSync(process.env.FAKE_WINDOWS_LOG, JSON.stringify({ args: process.argv.slice(2), target }) + '\\n');
     const acls = JSON.parse(fs.readFileSync(process.env.FAKE_WINDOWS_ACLS, 'utf8'));
-    const facts = acls[target];
+    // A file the table doesn't name gets its directory's '*' entry (the writer's temporary files).
+    const facts = acls[target] ?? acls[require('node:path').win32.join(require('node:path').win32.dirname(target), '*')];
     process.stdout.write(JSON.stringify(facts ? { ok: true, result: facts } : { ok: false, code: 'ENOENT', message: 'no such file' }));
   `;
   fs.writeFileSync(path.join(fakeBin, POWERSHELL), `#!${node}\n${answers}`, { mode: 0o755 });
@@ -109,47 +110,68 @@ const PRIVATE = [
   [ME, FULL],
 ];
 
+/** The user's profile, as Windows names it, and the map's place in it. */
+const PROFILE = 'C:\\Users\\me';
+const MAP_DIR = `${PROFILE}\\.config\\micelclaw`;
+const MAP = `${MAP_DIR}\\agent-tokens.json`;
+
 /**
- * Runs the installed package on the faked Windows against a map whose
- * directory and file have the ACLs `dirAcl` and `mapAcl`. Returns what the
- * layer did, and which paths fs-safe asked PowerShell about.
+ * Runs the installed package on the faked Windows (helpers/fake-windows.mjs:
+ * drive C: is a directory here) against a map at `C:\Users\me\.config\
+ * micelclaw\agent-tokens.json` whose directory and file have the ACLs
+ * `dirAcl` and `mapAcl`, with the user's profile as its only home
+ * (`USERPROFILE`, no `HOME`, as on Windows). `calls` are tool calls the
+ * agent makes after the MCP one. Returns what the layer did, and which
+ * paths fs-safe asked PowerShell about.
  */
-function onWindows({ dirAcl = descriptor(ME, PRIVATE), mapAcl = descriptor(ME, PRIVATE), options = {}, powershell = true } = {}) {
-  const dir = tempDir();
-  const map = path.join(dir, 'agent-tokens.json');
+function onWindows({ dirAcl = descriptor(ME, PRIVATE), mapAcl = descriptor(ME, PRIVATE), options = {}, powershell = true, calls = [], rewrite = false } = {}) {
+  const drives = tempDir();
+  const onDisk = path.join(drives, 'C', 'Users', 'me', '.config', 'micelclaw');
+  fs.mkdirSync(onDisk, { recursive: true, mode: 0o700 });
+  fs.writeFileSync(path.join(drives, 'C', 'Users', 'me', 'notes.md'), 'notes');
   const token = randomToken();
-  writeMap(map, { 'paco--francis': token });
+  writeMap(path.join(onDisk, 'agent-tokens.json'), { 'paco--francis': token });
   const acls = path.join(tempDir(), 'acls.json');
-  fs.writeFileSync(acls, JSON.stringify({ [dir]: dirAcl, [map]: mapAcl }));
+  fs.writeFileSync(acls, JSON.stringify({ [MAP_DIR]: dirAcl, [MAP]: mapAcl, [`${MAP_DIR}\\*`]: mapAcl }));
   const log = path.join(path.dirname(acls), 'powershell.log');
   fs.writeFileSync(log, '');
-  const fake = `
-    Object.defineProperty(process, 'platform', { value: 'win32' });
-    delete process.geteuid;
-    delete process.getuid;`;
+  // `rewrite`: the operator's writer replaces the map, by its Windows path, before the layer starts.
+  const rewritten = rewrite ? randomToken() : null;
   const script = `
-    const { IdentityLayer, buildInfo, doctor, fingerprint } = await import('claw-identity');
+    const { IdentityLayer, buildInfo, doctor, fingerprint, writeTokenMapSync } = await import('claw-identity');
+    const written = ${rewrite} ? writeTokenMapSync(${JSON.stringify(MAP)}, { 'paco--francis': process.env.FAKE_NEW_TOKEN }) : null;
     const lines = [];
     const logger = { info: (m) => lines.push(m), warn: (m) => lines.push(m), error: (m) => lines.push(m) };
-    const layer = new IdentityLayer({ tokenMapPath: ${JSON.stringify(map)}, logger, ...${JSON.stringify(options)} });
-    const r = layer.beforeToolCall({ toolName: 'claw-os__claw_notes', params: {} }, { agentId: 'paco--francis' });
+    const layer = new IdentityLayer({ logger, ...${JSON.stringify(options)} });
+    const agent = { agentId: 'paco--francis' };
+    const r = layer.beforeToolCall({ toolName: 'claw-os__claw_notes', params: {} }, agent);
+    const calls = ${JSON.stringify(calls)}.map(([toolName, params]) => {
+      const d = layer.beforeToolCall({ toolName, params }, agent);
+      return d?.block ? d.blockReason : 'pass';
+    });
     const stats = layer.stats();
     // Log lines are delivered from the JS thread's queue: let it run once.
     await new Promise((resolve) => setImmediate(resolve));
     layer.close();
-    const report = doctor({ map: ${JSON.stringify(map)} });
-    console.log(JSON.stringify({ buildInfo, fp: r?.params?.auth_token ? fingerprint(r.params.auth_token) : null, loaded: stats.loaded, lastError: stats.lastError, lines, doctor: { ok: report.ok, text: report.text } }));`;
-  const r = spawnSync(node, ['--import', `data:text/javascript,${encodeURIComponent(fake)}`, '--input-type=module', '-e', script], {
+    const report = doctor({});
+    console.log(JSON.stringify({ buildInfo, written, fp: r?.params?.auth_token ? fingerprint(r.params.auth_token) : null, calls, loaded: stats.loaded, lastError: stats.lastError, lines, doctor: { ok: report.ok, text: report.text, map: report.report?.map } }));`;
+  const env = {
+    ...process.env,
+    PATH: powershell ? [fakeBin, process.env.PATH].join(path.delimiter) : process.env.PATH,
+    FAKE_WINDOWS_DRIVES: drives,
+    FAKE_WINDOWS_ACLS: acls,
+    FAKE_WINDOWS_LOG: log,
+    USERPROFILE: PROFILE,
+    ...(rewritten && { FAKE_NEW_TOKEN: rewritten }),
+    NODE_NO_WARNINGS: '1',
+  };
+  delete env.HOME;
+  const fake = new URL('./helpers/fake-windows.mjs', import.meta.url).href;
+  const r = spawnSync(node, ['--import', fake, '--input-type=module', '-e', script], {
     cwd: project,
     encoding: 'utf8',
     timeout: 120_000,
-    env: {
-      ...process.env,
-      PATH: powershell ? [fakeBin, process.env.PATH].join(path.delimiter) : process.env.PATH,
-      FAKE_WINDOWS_ACLS: acls,
-      FAKE_WINDOWS_LOG: log,
-      NODE_NO_WARNINGS: '1',
-    },
+    env,
   });
   assert.equal(r.status, 0, r.error?.message ?? r.stderr);
   const out = JSON.parse(recordEmitted('windows run', r.stdout.trim().split('\n').at(-1)));
@@ -158,11 +180,12 @@ function onWindows({ dirAcl = descriptor(ME, PRIVATE), mapAcl = descriptor(ME, P
     .split('\n')
     .filter(Boolean)
     .map((l) => JSON.parse(l));
-  return { ...out, asked, dir, map, expected: fingerprint(token) };
+  const files = fs.readdirSync(onDisk);
+  return { ...out, asked, files, dir: MAP_DIR, map: MAP, expected: fingerprint(rewritten ?? token) };
 }
 
 test('on Windows, index.js picks the WebAssembly build, and a map only the user, SYSTEM and Administrators reach is served', () => {
-  const r = onWindows();
+  const r = onWindows({ options: { tokenMapPath: MAP } });
   assert.deepEqual(r.buildInfo, { name: 'wasm32-wasi', native: false, reason: 'no native build for win32-x64' });
   assert.equal(r.loaded, true, r.lastError);
   assert.equal(r.fp, r.expected);
@@ -236,4 +259,50 @@ test("on Windows, without OpenClaw's package linked in (the plugin loaded outsid
   } finally {
     fs.symlinkSync(target, hostLink, 'dir');
   }
+});
+
+test("on Windows, the default map is found under the user's profile, and the agents' tools can't reach it by any Windows spelling", () => {
+  const spellings = [
+    MAP,
+    'c:\\users\\me\\.CONFIG\\Micelclaw\\AGENT-TOKENS.JSON',
+    'C:/Users/me/.config/micelclaw/agent-tokens.json',
+    `${MAP}.`,
+    `${MAP}::$DATA`,
+    '\\Users\\me\\.config\\micelclaw\\agent-tokens.json',
+    '~\\.config\\micelclaw\\agent-tokens.json',
+    '\\\\?\\C:\\Users\\me\\.config\\micelclaw\\agent-tokens.json',
+    '\\\\localhost\\C$\\Users\\me\\.config\\micelclaw\\agent-tokens.json',
+  ];
+  // The agent's workspace, as OpenClaw's config gives it: its relative paths start there.
+  const openclawConfig = { agents: { entries: { 'paco--francis': { workspace: `${PROFILE}\\ws` } } } };
+  spellings.push('..\\.config\\micelclaw\\agent-tokens.json', '..\\.config/micelclaw/./agent-tokens.json');
+  const r = onWindows({
+    options: { openclawConfig },
+    calls: [
+      ...spellings.map((p) => ['read', { path: p }]),
+      ['write', { path: `${MAP_DIR}\\agent-tokens.json.tmp`, content: '{}' }],
+      ['read', { path: `${PROFILE}\\notes.md` }],
+      ['read', { path: 'D:\\Users\\me\\.config\\micelclaw\\agent-tokens.json' }],
+    ],
+  });
+  assert.equal(r.loaded, true, r.lastError);
+  assert.equal(r.fp, r.expected);
+  const refused = r.calls.slice(0, spellings.length + 1);
+  for (const [i, reason] of refused.entries()) {
+    assert.match(reason, /^map-access: (read|write) refused/, `${JSON.stringify(spellings[i] ?? 'the write')} passed`);
+    // The reason names the map as Windows does, and never its token.
+    assert.ok(reason.includes(`(${MAP})`) || reason.includes(`(${MAP_DIR})`), reason);
+  }
+  assert.deepEqual(r.calls.slice(spellings.length + 1), ['pass', 'pass']);
+  assert.equal(r.doctor.map, MAP);
+  assert.equal(r.doctor.ok, true, r.doctor.text);
+});
+
+test("on Windows, the operator's writer replaces the map by its Windows path, and the layer serves the new one", () => {
+  const r = onWindows({ rewrite: true });
+  assert.equal(r.written?.agents, 1, JSON.stringify(r.written));
+  assert.equal(r.loaded, true, r.lastError);
+  assert.equal(r.fp, r.expected);
+  // The rename left no temporary file beside it.
+  assert.deepEqual(r.files, ['agent-tokens.json']);
 });

@@ -40,9 +40,21 @@ if (process.platform === 'win32') {
   if (!Object.hasOwn(globalThis, slot)) Object.defineProperty(globalThis, slot, { value: readOwnerAndDacl });
 }
 
-// WASI sees the host's file system as it is: `/` is the host's `/`.
-const root = path.parse(process.cwd()).root;
-const wasi = new WASI({ version: 'preview1', env: process.env, preopens: { [root]: root } });
+// WASI names files by POSIX paths. On a POSIX host `/` is the host's `/`.
+// On Windows each drive that is there at load is preopened under its own
+// name, `/C:` for `C:\`: core/src/paths/win32.rs turns a Windows path into
+// that guest path and back. WASI can't reach a share (`\\server\share`);
+// the host's fs gives what the guards need of those.
+function preopens() {
+  if (process.platform !== 'win32') return { '/': '/' };
+  const drives = {};
+  for (let c = 'A'.charCodeAt(0); c <= 'Z'.charCodeAt(0); c++) {
+    const drive = `${String.fromCharCode(c)}:`;
+    if (fs.existsSync(`${drive}\\`)) drives[`/${drive}`] = `${drive}\\`;
+  }
+  return drives;
+}
+const wasi = new WASI({ version: 'preview1', env: process.env, preopens: preopens() });
 const memory = new WebAssembly.Memory({ initial: 4000, maximum: 65536, shared: true }); // as napi-rs sizes it;
 
 const { napiModule } = instantiateNapiModuleSync(fs.readFileSync(path.join(__dirname, '..', 'claw-identity.wasm32-wasi.wasm')), {

@@ -286,7 +286,7 @@ pub fn ops_doctor(
     config: Option<String>,
     live: Option<serde_json::Value>,
 ) -> Result<OpsReport> {
-    let config = config.map(std::path::PathBuf::from);
+    let config = config.map(|c| claw_identity_core::paths::host_path(&c));
     let live = live_of(live)?;
     let r = ops::doctor::run(&ops::doctor::DoctorArgs {
         map: map.as_deref(),
@@ -304,7 +304,7 @@ pub fn ops_doctor(
 pub fn ops_audit(config: String, live: Option<serde_json::Value>) -> Result<serde_json::Value> {
     let live = live_of(live)?;
     serde_json::to_value(ops::audit::run(
-        std::path::Path::new(&config),
+        &claw_identity_core::paths::host_path(&config),
         live.as_ref(),
     ))
     .map_err(|e| Error::from_reason(format!("claw-identity: cannot encode the findings: {e}")))
@@ -315,7 +315,8 @@ pub fn ops_audit(config: String, live: Option<serde_json::Value>) -> Result<serd
 /// be read, which doctor then reports.
 #[napi(ts_return_type = "McpServerLaunch[]")]
 pub fn ops_mcp_plan(config: String) -> Result<serde_json::Value> {
-    let Ok(c) = ops::config::OpenClawConfig::load(std::path::Path::new(&config)) else {
+    let Ok(c) = ops::config::OpenClawConfig::load(&claw_identity_core::paths::host_path(&config))
+    else {
         return Ok(serde_json::Value::Array(Vec::new()));
     };
     let opts = ops::config::plugin_options(Some(&c), None)
@@ -344,7 +345,9 @@ pub fn ops_explain(args: OpsExplainArgs) -> Result<OpsReport> {
         Some(serde_json::Value::Object(m)) => m,
         Some(_) => return Err(invalid("params must be a JSON object".into())),
     };
-    let config = args.config.map(std::path::PathBuf::from);
+    let config = args
+        .config
+        .map(|c| claw_identity_core::paths::host_path(&c));
     let e = ops::explain::run(&ops::explain::ExplainArgs {
         map: args.map.as_deref(),
         config: config.as_deref(),
@@ -362,7 +365,7 @@ pub fn ops_explain(args: OpsExplainArgs) -> Result<OpsReport> {
 #[napi]
 pub fn ops_map_path(map: Option<String>, config: Option<String>) -> Result<String> {
     let config = config
-        .map(|c| ops::config::OpenClawConfig::load(std::path::Path::new(&c)))
+        .map(|c| ops::config::OpenClawConfig::load(&claw_identity_core::paths::host_path(&c)))
         .transpose()
         .map_err(invalid)?;
     let opts = ops::config::plugin_options(config.as_ref(), map.as_deref()).map_err(invalid)?;
@@ -397,7 +400,7 @@ fn written(w: ops::writer::Written) -> WrittenMap {
 /// Validates map JSON and writes it atomically (see `ops::writer`).
 #[napi]
 pub fn ops_write_map_sync(path: String, json: Buffer) -> Result<WrittenMap> {
-    ops::writer::write_map(std::path::Path::new(&path), &json)
+    ops::writer::write_map(&claw_identity_core::paths::host_path(&path), &json)
         .map(written)
         .map_err(write_error)
 }

@@ -2,7 +2,7 @@
 //! `logger`, which never crosses into Rust). Parsed strictly: a typo in a
 //! security option must be an error, not a silently ignored key.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
@@ -90,14 +90,27 @@ pub struct Options {
     pub sandbox: SandboxOptions,
 }
 
+/// `~` onto `HOME` (on Windows, where `HOME` is seldom set, also
+/// `USERPROFILE` and Node's `os.homedir()`); the path as the host names it.
 fn expand_home(path: &str) -> Result<PathBuf, String> {
-    if path == "~" || path.starts_with("~/") {
-        let home = crate::sys::env_var("HOME")
-            .filter(|h| !h.is_empty())
-            .ok_or_else(|| format!("tokenMapPath \"{path}\" starts with ~ but HOME is not set; give an absolute path"))?;
-        return Ok(PathBuf::from(home).join(path.trim_start_matches('~').trim_start_matches('/')));
+    let windows = crate::paths::windows();
+    if path == "~" || path.starts_with("~/") || (windows && path.starts_with("~\\")) {
+        let home = match crate::sys::env_var("HOME").filter(|h| !h.is_empty()) {
+            Some(h) => Some(crate::paths::host_path(&h.to_string_lossy())),
+            None if windows => crate::paths::os_home(),
+            None => None,
+        };
+        let home = home.ok_or_else(|| {
+            format!(
+                "tokenMapPath \"{path}\" starts with ~ but HOME is not set; give an absolute path"
+            )
+        })?;
+        return Ok(crate::paths::resolve(
+            &home,
+            Path::new(path[1..].trim_start_matches(['/', '\\'])),
+        ));
     }
-    Ok(PathBuf::from(path))
+    Ok(crate::paths::host_path(path))
 }
 
 impl Options {

@@ -8,10 +8,97 @@
 //! Also the one home of what every module needs to know about paths: the
 //! home directory, `~` expansion, a path's parent.
 
+use std::borrow::Cow;
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 
 use crate::sys;
+
+pub mod win32;
+
+/// Whether the host's paths are Windows paths: the WebAssembly build on a
+/// native Windows gateway (`paths::win32`). Never on the native builds.
+pub fn windows() -> bool {
+    sys::is_windows() || test_windows::on()
+}
+
+/// Tests of Windows paths on a POSIX host turn them on for their thread.
+#[cfg(test)]
+pub mod test_windows {
+    use std::cell::Cell;
+    thread_local!(static ON: Cell<bool> = const { Cell::new(false) });
+    pub fn on() -> bool {
+        ON.with(Cell::get)
+    }
+    pub fn set(on: bool) {
+        ON.with(|c| c.set(on));
+    }
+}
+#[cfg(not(test))]
+mod test_windows {
+    pub fn on() -> bool {
+        false
+    }
+}
+
+/// A path as the host names it (an option, the environment, OpenClaw's
+/// config or session store, Node), as this crate names it: on Windows the
+/// guest path (`C:\a` is `/C:/a`, relative to the process's cwd).
+pub fn host_path(s: &str) -> PathBuf {
+    if windows() {
+        win32::resolve(&process_cwd(), s)
+    } else {
+        PathBuf::from(s)
+    }
+}
+
+/// The host's name of a path, for messages and for Node: on Windows the
+/// Windows path again.
+pub fn host_name(p: &Path) -> String {
+    if windows() {
+        win32::to_host(p)
+    } else {
+        p.to_string_lossy().into_owned()
+    }
+}
+
+/// A path as the host names it, for messages ([`host_name`]).
+pub fn shown(p: &Path) -> impl std::fmt::Display + '_ {
+    struct Shown<'p>(&'p Path);
+    impl std::fmt::Display for Shown<'_> {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            if windows() {
+                f.write_str(&win32::to_host(self.0))
+            } else {
+                self.0.display().fmt(f)
+            }
+        }
+    }
+    Shown(p)
+}
+
+/// The form paths are compared in: on Windows, what it opens as the same
+/// name is the same (`win32::key`); elsewhere the path itself.
+pub fn key(p: &Path) -> Cow<'_, Path> {
+    if windows() {
+        Cow::Owned(win32::key(p))
+    } else {
+        Cow::Borrowed(p)
+    }
+}
+
+/// Whether `p` means the same place whatever directory a tool runs in.
+pub fn is_absolute(p: &str) -> bool {
+    if windows() {
+        win32::is_absolute(p)
+    } else {
+        Path::new(p).is_absolute()
+    }
+}
+
+fn process_cwd() -> PathBuf {
+    std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"))
+}
 
 /// JavaScript's `String.prototype.trim`: Unicode white space and line
 /// terminators (U+FEFF included), which OpenClaw's parsers use.
@@ -39,7 +126,7 @@ fn env_trimmed(name: &str) -> Option<String> {
 /// effective user. OpenClaw's apply_patch uses it directly
 /// (`normalizeSandboxInputPath`, `sandbox-paths-*.mjs`).
 pub fn node_homedir() -> Option<PathBuf> {
-    sys::home()
+    sys::home().map(|h| host_path(&h.to_string_lossy()))
 }
 
 /// The "OS home" of the file tools (`resolveOsHomeDir`,
@@ -48,7 +135,7 @@ pub fn node_homedir() -> Option<PathBuf> {
 pub fn os_home() -> Option<PathBuf> {
     env_trimmed("HOME")
         .or_else(|| env_trimmed("USERPROFILE"))
-        .map(PathBuf::from)
+        .map(|h| host_path(&h))
         .or_else(node_homedir)
 }
 
@@ -91,7 +178,11 @@ pub fn expand_tilde(p: &str, home: Option<&Path>) -> PathBuf {
 
 /// Node's `path.resolve(base, p)` on POSIX: `p` onto `base` unless it is
 /// absolute, then `.`, `..` and repeated separators taken out lexically.
+/// On Windows, `path.win32.resolve` (`win32::resolve`).
 pub fn resolve(base: &Path, p: &Path) -> PathBuf {
+    if windows() {
+        return win32::resolve(base, &p.to_string_lossy());
+    }
     let joined = base.join(p);
     let mut out = PathBuf::from("/");
     for c in joined.components() {
@@ -109,7 +200,7 @@ pub fn resolve(base: &Path, p: &Path) -> PathBuf {
 /// `resolveUserPath` (`home-dir-BKwhAL2c.mjs`): trim, `~` onto the
 /// effective home, `path.resolve` against the process's cwd.
 pub fn resolve_user_path(p: &str) -> PathBuf {
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let cwd = process_cwd();
     resolve(&cwd, &expand_tilde(js_trim(p), effective_home().as_deref()))
 }
 

@@ -123,10 +123,22 @@ pub fn stat(path: &Path) -> io::Result<FileStat> {
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
     // SAFETY: NUL-terminated path and a buffer the size of `stat`.
     if unsafe { libc::stat(c.as_ptr(), st.as_mut_ptr()) } != 0 {
-        return Err(io::Error::last_os_error());
+        let e = io::Error::last_os_error();
+        #[cfg(target_os = "wasi")]
+        if on_share(path) {
+            return imp::share_stat(path);
+        }
+        return Err(e);
     }
     // SAFETY: stat succeeded, so it filled the buffer.
     Ok(from_libc(unsafe { &st.assume_init() }))
+}
+
+/// A Windows path on a share (`\\server\share\a`, the guest path
+/// `/UNC:/server/share/a`, `paths::win32`): WASI has no preopen for it.
+#[cfg(target_os = "wasi")]
+fn on_share(path: &Path) -> bool {
+    path.starts_with("/UNC:") && is_windows()
 }
 
 /// What the kernel opens for `path`: its real path (every symlink resolved)
@@ -451,6 +463,23 @@ mod imp {
 
     pub fn create_private_dir_all(dir: &Path) -> io::Result<()> {
         host(|h| h.mkdir_private(dir))
+    }
+
+    /// A file on a share, which WASI can't open: its identity and type from
+    /// the host's `stat` (the same libuv fields WASI gives for a drive's
+    /// files); its size and times are not known (0).
+    pub fn share_stat(path: &Path) -> io::Result<FileStat> {
+        let st = host(|h| h.stat(path))?;
+        let kind = st.mode & libc::S_IFMT;
+        Ok(FileStat {
+            dev: st.dev,
+            ino: st.ino,
+            size: 0,
+            mtime_ns: 0,
+            ctime_ns: 0,
+            is_dir: kind == libc::S_IFDIR,
+            is_file: kind == libc::S_IFREG,
+        })
     }
 }
 

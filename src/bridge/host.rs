@@ -13,6 +13,7 @@ use parking_lot::Mutex;
 
 use super::js::{Js, Kind};
 use claw_identity_core::log::{Level, Log};
+use claw_identity_core::paths;
 use claw_identity_core::sessions::{Host, SessionEntry};
 
 /// Wakes the JS thread to deliver the lines waiting in the outbox: weak, so
@@ -303,9 +304,10 @@ impl JsSessions {
                 }
                 Ok(Some(SessionEntry {
                     spawned_by: text(v.get(c"spawnedBy").map_err(e)?)?,
-                    spawned_cwd: text(v.get(c"spawnedCwd").map_err(e)?)?.map(Into::into),
+                    spawned_cwd: text(v.get(c"spawnedCwd").map_err(e)?)?
+                        .map(|p| paths::host_path(&p)),
                     spawned_workspace: text(v.get(c"spawnedWorkspaceDir").map_err(e)?)?
-                        .map(Into::into),
+                        .map(|p| paths::host_path(&p)),
                 }))
             }
         }
@@ -339,6 +341,6 @@ impl Host for HostIn<'_> {
         let arg = Js::string(env.raw(), url).ok()?;
         // Node throws where OpenClaw then keeps the text as a path.
         let out = f.call(Js::undefined_in(env).ok()?, &[arg]).ok()?;
-        out.host_str().ok().flatten().map(Into::into)
+        out.host_str().ok().flatten().map(|p| paths::host_path(&p))
     }
 }

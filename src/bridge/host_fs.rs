@@ -11,6 +11,7 @@ use napi::bindgen_prelude::*;
 
 use super::js::{Js, Kind};
 use claw_identity_core::acl::Descriptor;
+use claw_identity_core::paths::win32;
 use claw_identity_core::sys::{Host, HostStat};
 
 /// `host_fs.js`'s functions, by name.
@@ -62,6 +63,16 @@ impl NodeFs {
         Ok(fs)
     }
 
+    /// A path from Node as the Rust code names it: on Windows, the guest
+    /// path WASI opens it by (`C:\a` is `/C:/a`, `paths::win32`).
+    fn guest(&self, host: &str) -> PathBuf {
+        if self.windows {
+            win32::resolve(Path::new("/"), host)
+        } else {
+            PathBuf::from(host)
+        }
+    }
+
     /// Calls `host.<name>(arg)`: the array it returns, as strings, or the
     /// error code it returns, as an io::Error.
     fn call(&self, name: &std::ffi::CStr, arg: Option<&Path>) -> io::Result<Vec<String>> {
@@ -73,8 +84,16 @@ impl NodeFs {
             .find(|(n, _)| *n == name)
             .ok_or_else(|| io::Error::other("host file system: no such function"))?;
         let f = Js::of(env, f.1.borrow_back(env).map_err(fail)?).map_err(fail)?;
+        // On Windows, a path goes to Node as Windows names it (`/C:/a` is `C:\a`).
+        let text = |p: &Path| {
+            if self.windows && name != c"env" {
+                win32::to_host(p)
+            } else {
+                p.to_string_lossy().into_owned()
+            }
+        };
         let args = match arg {
-            Some(p) => vec![Js::string(env.raw(), &p.to_string_lossy()).map_err(fail)?],
+            Some(p) => vec![Js::string(env.raw(), &text(p)).map_err(fail)?],
             None => Vec::new(),
         };
         let out = f
@@ -182,7 +201,7 @@ impl Host for NodeFs {
         let v = self.call(c"realpath", Some(path))?;
         v.into_iter()
             .next()
-            .map(PathBuf::from)
+            .map(|p| self.guest(&p))
             .ok_or_else(|| io::Error::other("host file system: malformed realpath"))
     }
 }
@@ -195,6 +214,6 @@ fn chdir_to_host_cwd(fs: &NodeFs) {
         .ok()
         .and_then(|v| v.into_iter().next());
     if let Some(cwd) = cwd {
-        let _ = std::env::set_current_dir(cwd);
+        let _ = std::env::set_current_dir(fs.guest(&cwd));
     }
 }

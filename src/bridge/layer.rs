@@ -127,7 +127,7 @@ impl<'e> JsOptions<'e> {
                                     plugin_dirs = a
                                         .iter()
                                         .filter_map(Value::as_str)
-                                        .map(Into::into)
+                                        .map(claw_identity_core::paths::host_path)
                                         .collect();
                                 }
                             }
@@ -135,7 +135,12 @@ impl<'e> JsOptions<'e> {
                                 if let Ok(Some(Value::Object(o))) = exact(v, 1)? {
                                     workspaces = o
                                         .iter()
-                                        .filter_map(|(k, w)| Some((k.clone(), w.as_str()?.into())))
+                                        .filter_map(|(k, w)| {
+                                            Some((
+                                                k.clone(),
+                                                claw_identity_core::paths::host_path(w.as_str()?),
+                                            ))
+                                        })
                                         .collect();
                                 }
                             }

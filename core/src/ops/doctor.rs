@@ -114,7 +114,11 @@ pub fn guarded(
         .map(|l| Guarded {
             rule: l.guard.rule(),
             what: l.what,
-            path: format!("{}{}", l.path.display(), if l.dir { "/" } else { "" }),
+            path: format!(
+                "{}{}",
+                crate::paths::shown(&l.path),
+                if l.dir { "/" } else { "" }
+            ),
             refused: if l.secret { "read, write" } else { "write" },
         })
         .collect()
@@ -155,7 +159,7 @@ fn permissions(path: &Path) -> String {
 
 /// The gate's refusal, split into problem and fix.
 pub(crate) fn gate_problem(e: &MapError, path: &Path) -> (String, String) {
-    let p = path.display();
+    let p = crate::paths::shown(path);
     match e.kind {
         MapErrorKind::NotFound => (
             format!("{p}: not found"),
@@ -250,7 +254,7 @@ pub fn run(args: &DoctorArgs<'_>) -> Result<Report, String> {
                 checks.push(check(
                     Status::Ok,
                     "plugin config",
-                    format!("{source}; the plugin reads {}", o.token_map_path.display()),
+                    format!("{source}; the plugin reads {}", crate::paths::shown(&o.token_map_path)),
                     None,
                 ));
                 plugin_path = Some(o.token_map_path);
@@ -273,7 +277,10 @@ pub fn run(args: &DoctorArgs<'_>) -> Result<Report, String> {
             checks.push(check(
                 Status::Warn,
                 "map path",
-                format!("the plugin reads {}, not this file", theirs.display()),
+                format!(
+                    "the plugin reads {}, not this file",
+                    crate::paths::shown(theirs)
+                ),
                 Some("drop --map to check the file the plugin reads".into()),
             ));
         }
@@ -304,7 +311,7 @@ pub fn run(args: &DoctorArgs<'_>) -> Result<Report, String> {
                     Status::Warn,
                     "map file",
                     w,
-                    Some(format!("chmod 600 {}", map_path.display())),
+                    Some(format!("chmod 600 {}", crate::paths::shown(&map_path))),
                 ));
             }
             match token_map::parse(&file.bytes) {
@@ -321,7 +328,7 @@ pub fn run(args: &DoctorArgs<'_>) -> Result<Report, String> {
                             "the map holds no agents, so no call gets a token".into(),
                             Some(format!(
                                 "add the agents' tokens: claw-identity write-map --map {} --from FILE",
-                                map_path.display()
+                                crate::paths::shown(&map_path)
                             )),
                         ));
                     } else {
@@ -349,9 +356,12 @@ pub fn run(args: &DoctorArgs<'_>) -> Result<Report, String> {
             "temp file",
             format!(
                 "{}: left by a writer that stopped before its rename (it is not the map)",
-                t.display()
+                crate::paths::shown(&t)
             ),
-            Some(format!("rm {} (once no writer is running)", t.display())),
+            Some(format!(
+                "rm {} (once no writer is running)",
+                crate::paths::shown(&t)
+            )),
         ));
     }
 
@@ -400,7 +410,7 @@ pub fn run(args: &DoctorArgs<'_>) -> Result<Report, String> {
                         format!("agent \"{}\" is in agents.entries but has no token in the map", shown(a)),
                         Some(format!(
                             "mint its token and add it: claw-identity write-map --map {} --from FILE",
-                            map_path.display()
+                            crate::paths::shown(&map_path)
                         )),
                     ));
                 }
@@ -457,8 +467,8 @@ pub fn run(args: &DoctorArgs<'_>) -> Result<Report, String> {
         problems,
         warnings,
         uid: crate::sys::euid().unwrap_or(u32::MAX),
-        map: map_path.display().to_string(),
-        config: args.config.map(|p| p.display().to_string()),
+        map: crate::paths::host_name(&map_path),
+        config: args.config.map(crate::paths::host_name),
         map_loaded: map.is_some(),
         checks,
         agents: rows,
@@ -543,7 +553,7 @@ pub(crate) fn exposure_checks(
         };
         let docker_fix = format!(
             "openclaw config set agents.entries.{id}.sandbox.mode all (and no sandbox bind over {})",
-            dir.display()
+            crate::paths::shown(&dir)
         );
         let sandbox_fix = match &probe.result {
             Ok(()) => format!(
@@ -562,7 +572,7 @@ pub(crate) fn exposure_checks(
                 format!(
                     "agent \"{id}\" has {} and {where_}: a shell can read the token map {} (cat, base64, a script), which no path check or redaction can stop",
                     a.shell_tools.join(", "),
-                    map_path.display()
+                    crate::paths::shown(map_path)
                 ),
                 Some(format!(
                     "{sandbox_fix}; or take the shell away: add \"group:runtime\" to agents.entries.{id}.tools.deny; or protectMap: \"strict\" in the plugin's config, which blocks exec and process for agents outside the sandbox"
@@ -841,7 +851,10 @@ mod tests {
         let r = doctor(&p, None);
         assert_eq!(
             failed(&r),
-            [("map file", format!("{}: not found", p.display()).as_str())]
+            [(
+                "map file",
+                format!("{}: not found", crate::paths::shown(&p)).as_str()
+            )]
         );
         assert!(r.checks[0]
             .fix
@@ -856,21 +869,21 @@ mod tests {
             r.checks[0].message,
             format!(
                 "{}: is readable by group or others (mode 0644); refusing to load it",
-                p.display()
+                crate::paths::shown(&p)
             )
         );
         assert!(r.checks[0]
             .fix
             .as_ref()
             .unwrap()
-            .starts_with(&format!("chmod 600 {}", p.display())));
+            .starts_with(&format!("chmod 600 {}", crate::paths::shown(&p))));
 
         write(&p, 0o600, "{}");
         fs::set_permissions(&d, fs::Permissions::from_mode(0o757)).unwrap();
         let r = doctor(&p, None);
         assert_eq!(
             r.checks[0].fix.as_deref(),
-            Some(format!("chmod go-w {}", d.display()).as_str())
+            Some(format!("chmod go-w {}", crate::paths::shown(&d)).as_str())
         );
     }
 
@@ -932,7 +945,7 @@ mod tests {
             format!(
                 "{{ plugins: {{ entries: {{ 'claw-identity': {{ enabled: true, config: {{ tokenMapPath: '{}' }} }} }} }},
                    agents: {{ entries: {{ a: {{}}, ghost: {{}} }} }} }}",
-                p.display()
+                crate::paths::shown(&p)
             ),
         )
         .unwrap();
@@ -942,7 +955,7 @@ mod tests {
             live: None,
         })
         .unwrap();
-        assert_eq!(r.map, p.display().to_string());
+        assert_eq!(r.map, crate::paths::shown(&p).to_string());
         assert_eq!(
             failed(&r),
             [(
@@ -1007,7 +1020,7 @@ mod tests {
                    diagnostics: {{ otel: {{ enabled: true, captureContent: {otel} }} }},
                    agents: {{ defaults: {{ sandbox: {{ mode: "all" }} }}, entries: {{ a: {{}} }} }},
                    mcp: {{ servers: {{ "claw-os": {{ command: "node" }} }} }} }}"#,
-                p.display()
+                crate::paths::shown(&p)
             )
         };
         fs::write(&c, body(false)).unwrap();
@@ -1094,7 +1107,7 @@ mod tests {
                      mounted: {{ sandbox: {{ mode: "all", docker: {{ binds: ["{}:/m:ro"] }} }} }},
                      chat: {{ tools: {{ profile: "messaging" }} }},
                    }} }} }}"#,
-                d.display()
+                crate::paths::shown(&d)
             )
         };
         fs::write(&c, body("paths")).unwrap();

@@ -57,7 +57,10 @@ impl WriteError {
     fn new(kind: WriteErrorKind, path: &Path, what: impl std::fmt::Display) -> Self {
         WriteError {
             kind,
-            message: redact::scrub(&format!("refusing to write {}: {what}", path.display())),
+            message: redact::scrub(&format!(
+                "refusing to write {}: {what}",
+                crate::paths::shown(path)
+            )),
         }
     }
 
@@ -66,7 +69,7 @@ impl WriteError {
             kind: WriteErrorKind::Io,
             message: redact::scrub(&format!(
                 "cannot write {}: {what} failed: {e}; nothing was written",
-                path.display()
+                crate::paths::shown(path)
             )),
         }
     }
@@ -324,7 +327,7 @@ pub fn write_map(path: &Path, json: &[u8]) -> Result<Written, WriteError> {
                 kind: WriteErrorKind::Io,
                 message: redact::scrub(&format!(
                     "wrote {}, but the fsync of its directory failed: {e}; the new map is in place but may not survive a crash",
-                    path.display()
+                    crate::paths::shown(path)
                 )),
             });
         }

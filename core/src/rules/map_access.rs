@@ -118,7 +118,9 @@ impl Location {
 #[derive(Debug, Clone)]
 struct Resolved {
     loc: Location,
-    real: Option<PathBuf>,
+    /// Its path and its real path, in the form paths are compared in
+    /// (`paths::key`: on Windows, case and the names Win32 strips folded).
+    spots: Vec<PathBuf>,
     id: Option<(u64, u64)>,
 }
 
@@ -149,9 +151,13 @@ impl Protected {
                         None,
                     ),
                 };
+                let spots = std::iter::once(&loc.path)
+                    .chain(real.as_ref())
+                    .map(|p| paths::key(p).into_owned())
+                    .collect();
                 Resolved {
                     loc: loc.clone(),
-                    real,
+                    spots,
                     id,
                 }
             })
@@ -410,7 +416,7 @@ fn absolutes(
 ) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for p in spellings(raw, reading, host) {
-        if p.is_absolute() {
+        if paths::is_absolute(&p.to_string_lossy()) {
             out.push(paths::resolve(Path::new("/"), &p));
         } else {
             for b in bases {
@@ -461,31 +467,33 @@ fn reaches<'p>(
     let parent = sys::stat(&paths::parent_of(&real))
         .ok()
         .map(|s| (s.dev, s.ino));
+    let (real, abs) = (paths::key(&real), paths::key(abs));
+    let (real, abs) = (real.as_ref(), abs.as_ref());
     for item in prot.items.iter().filter(|i| guards.contains(&i.loc.guard)) {
         let loc = &item.loc;
-        let spots = std::iter::once(&loc.path).chain(item.real.as_ref());
+        let spots = item.spots.iter();
         let same = |p: &Path| spots.clone().any(|s| s == p);
         let under = |p: &Path| spots.clone().any(|s| p.starts_with(s));
         let above = |p: &Path| spots.clone().any(|s| s.starts_with(p) && s != p);
         if loc.refuses(access) {
             if loc.dir {
-                if under(&real) || under(abs) || (own.is_some() && own == item.id) {
+                if under(real) || under(abs) || (own.is_some() && own == item.id) {
                     return Some((loc, "is or is inside"));
                 }
                 if parent.is_some() && parent == item.id {
                     return Some((loc, "is inside"));
                 }
-            } else if same(&real) || same(abs) || (own.is_some() && own == item.id) {
+            } else if same(real) || same(abs) || (own.is_some() && own == item.id) {
                 return Some((loc, "is"));
             }
         }
         // A tree read reaches everything below; a listing names what is
         // directly inside.
-        if access == Access::Search && loc.secret && (above(&real) || above(abs)) {
+        if access == Access::Search && loc.secret && (above(real) || above(abs)) {
             return Some((loc, "holds"));
         }
         let names = |p: &Path| spots.clone().any(|s| s.parent() == Some(p));
-        if access == Access::List && loc.secret && (names(&real) || names(abs)) {
+        if access == Access::List && loc.secret && (names(real) || names(abs)) {
             return Some((loc, "lists"));
         }
         // No tool writes a directory above the map (as before: a writer
@@ -493,7 +501,7 @@ fn reaches<'p>(
         if access == Access::Write
             && loc.guard == Guard::Map
             && loc.dir
-            && (above(&real) || above(abs))
+            && (above(real) || above(abs))
         {
             return Some((loc, "is a directory above"));
         }
@@ -591,7 +599,7 @@ fn decide_paths<'a>(
     if guards.is_empty() {
         return Decision::pass();
     }
-    let needs_base = raw.is_empty() || raw.iter().any(|r| !Path::new(r.trim()).is_absolute());
+    let needs_base = raw.is_empty() || raw.iter().any(|r| !paths::is_absolute(r.trim()));
     let bases = if needs_base {
         match bases(cx, call, reading) {
             Ok(b) => b,
@@ -824,13 +832,13 @@ fn reason(tool: &str, raw: &str, how: &str, loc: &Location) -> String {
         Guard::Map => format!(
             "{RULE_ID}: {tool} refused: the path {given} {how} {} ({}), which holds every agent's credentials; no tool may read, change, move or delete it. Work on other files.",
             loc.what,
-            loc.path.display()
+            paths::host_name(&loc.path)
         ),
         Guard::Layer => format!(
             "{}: {tool} refused: the path {given} {how} {} ({}), which controls the identity layer{}; agents' tools may not {}. The operator changes it.",
             super::layer_controls::RULE_ID,
             loc.what,
-            loc.path.display(),
+            paths::host_name(&loc.path),
             if loc.secret { " and holds the gateway's secrets" } else { "" },
             if loc.secret { "read or change it" } else { "change it" },
         ),

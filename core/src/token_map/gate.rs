@@ -44,7 +44,7 @@ fn euid() -> u32 {
 }
 
 fn io_error(path: &Path, what: &str, e: &std::io::Error) -> MapError {
-    let shown = path.display();
+    let shown = crate::paths::shown(path);
     match e.kind() {
         std::io::ErrorKind::NotFound => MapError::new(
             MapErrorKind::NotFound,
@@ -63,7 +63,7 @@ fn unsafe_file(path: &Path, problem: String, fix: String) -> MapError {
         MapErrorKind::Unsafe,
         format!(
             "{}: {problem}; refusing to load it (fix: {fix})",
-            path.display()
+            crate::paths::shown(path)
         ),
     )
 }
@@ -108,7 +108,7 @@ fn check_unix(
         return Err(unsafe_file(
             path,
             format!("{what} owned by uid {uid}, not by uid {} or root", euid()),
-            format!("chown {} {}", euid(), path.display()),
+            format!("chown {} {}", euid(), crate::paths::shown(path)),
         ));
     }
     if mode & 0o022 != 0 {
@@ -116,9 +116,9 @@ fn check_unix(
             path,
             format!("{what} writable by group or others (mode {mode:04o})"),
             if dir {
-                format!("chmod go-w {}", path.display())
+                format!("chmod go-w {}", crate::paths::shown(path))
             } else {
-                format!("chmod 600 {}", path.display())
+                format!("chmod 600 {}", crate::paths::shown(path))
             },
         ));
     }
@@ -127,7 +127,7 @@ fn check_unix(
         if opts.allow_group_readable {
             warnings.push(format!(
                 "{}: is readable by group or others (mode {mode:04o}); allowed by allowGroupReadable, but chmod 600 is safer",
-                path.display()
+                crate::paths::shown(path)
             ));
         } else {
             return Err(unsafe_file(
@@ -135,7 +135,7 @@ fn check_unix(
                 format!("is readable by group or others (mode {mode:04o})"),
                 format!(
                     "chmod 600 {}, or set allowGroupReadable for a Kubernetes secret volume",
-                    path.display()
+                    crate::paths::shown(path)
                 ),
             ));
         }
@@ -151,7 +151,7 @@ fn check_windows(
 ) -> Result<Vec<String>, MapError> {
     let dir = subject == Subject::Dir;
     let what = if dir { "directory is" } else { "is" };
-    let shown = path.display();
+    let shown = crate::paths::shown(path);
     // OpenClaw's own reset (fs-safe `formatIcaclsResetCommand`): full control
     // for the user and SYSTEM only, nothing inherited.
     let grant = if dir { "(OI)(CI)F" } else { "F" };
@@ -249,8 +249,8 @@ fn open_checked_dir(dir: &Path, opts: &GateOptions) -> Result<File, MapError> {
             MapErrorKind::NotFound,
             format!(
                 "{}: directory not found; create it (mkdir -m 700 {}) or set tokenMapPath",
-                dir.display(),
-                dir.display()
+                crate::paths::shown(dir),
+                crate::paths::shown(dir)
             ),
         ),
         _ => io_error(dir, "opening the directory", &e),
@@ -275,7 +275,7 @@ fn c_name(path: &Path) -> Result<CString, MapError> {
                 MapErrorKind::Io,
                 format!(
                     "{}: not a file path; set tokenMapPath to a file",
-                    path.display()
+                    crate::paths::shown(path)
                 ),
             )
         })
@@ -373,7 +373,7 @@ pub fn read_map(path: &Path, opts: &GateOptions) -> Result<MapFile, MapError> {
             MapErrorKind::Io,
             format!(
                 "{}: it (or its symlink chain) kept changing while it was checked; it is read again at the next change",
-                path.display()
+                crate::paths::shown(path)
             ),
         )
     })?;
@@ -392,7 +392,7 @@ pub fn read_map(path: &Path, opts: &GateOptions) -> Result<MapFile, MapError> {
             MapErrorKind::TooLarge,
             format!(
                 "{}: larger than the {} byte cap; refusing to load it",
-                path.display(),
+                crate::paths::shown(path),
                 opts.max_bytes
             ),
         )
@@ -460,7 +460,8 @@ mod tests {
             "{e}"
         );
         assert!(
-            e.message.contains(&format!("chmod 600 {}", p.display())),
+            e.message
+                .contains(&format!("chmod 600 {}", crate::paths::shown(&p))),
             "{e}"
         );
     }

@@ -708,3 +708,100 @@ fn reasons_never_carry_a_token_and_name_the_rule() {
         "{r}"
     );
 }
+
+/// A gateway on native Windows (the WebAssembly build), by guest path:
+/// `C:\Users\me` is `/C:/Users/me` (`paths::win32`). Nothing of it exists
+/// here, so each case is decided on how OpenClaw resolves the name
+/// (`path.win32.resolve`) and how Windows reads it, not on a lookup.
+fn windows_fixture() -> Fixture {
+    crate::paths::test_windows::set(true);
+    let root = PathBuf::from("/C:");
+    let home = root.join("Users/me");
+    let state = home.join(".openclaw");
+    Fixture {
+        _tmp: TempDir(PathBuf::from("/C:/nothing-to-remove")),
+        ws: home.join("ws"),
+        map: home.join(".config/micelclaw/agent-tokens.json"),
+        config: state.join("openclaw.json"),
+        plugin: state.join("extensions/claw-identity"),
+        home,
+        root,
+    }
+}
+
+#[test]
+fn on_windows_every_spelling_of_the_map_is_refused() {
+    let f = windows_fixture();
+    for path in [
+        r"C:\Users\me\.config\micelclaw\agent-tokens.json",
+        r"c:/users/ME/.CONFIG/micelclaw/Agent-Tokens.JSON",
+        r"C:\Users\me\.config\micelclaw\agent-tokens.json.",
+        r"C:\Users\me\.config\micelclaw\agent-tokens.json::$DATA",
+        r"C:\Users\me\.config\micelclaw. \agent-tokens.json ",
+        r"..\.config\micelclaw\agent-tokens.json",
+        r"..\..\me\.config/micelclaw\agent-tokens.json",
+        r"\Users\me\.config\micelclaw\agent-tokens.json",
+        r"C:..\.config\micelclaw\agent-tokens.json",
+        r"~\.config\micelclaw\agent-tokens.json",
+        r"\\?\C:\Users\me\.config\micelclaw\agent-tokens.json",
+        r"\\.\C:\Users\me\.config\micelclaw\agent-tokens.json",
+        r"\\localhost\c$\Users\me\.config\micelclaw\agent-tokens.json",
+        r"\\?\UNC\127.0.0.1\C$\Users\me\.config\micelclaw\agent-tokens.json",
+    ] {
+        let r = f.check("read", json!({ "path": path }));
+        let r = r.unwrap_or_else(|| panic!("{path} passed"));
+        assert!(r.starts_with("map-access: read refused"), "{path}: {r}");
+        // The reason names the map as Windows does.
+        assert!(
+            r.contains(r"(C:\Users\me\.config\micelclaw\agent-tokens.json)"),
+            "{r}"
+        );
+    }
+    for (tool, p) in [
+        (
+            "write",
+            json!({"path": r"C:\USERS\me\.config\micelclaw\new.json", "content": "x"}),
+        ),
+        ("ls", json!({"path": r"C:\Users\Me\.config\MICELCLAW"})),
+        (
+            "grep",
+            json!({"pattern": "x", "path": r"c:\users\me\.config"}),
+        ),
+        (
+            "edit",
+            json!({"path": r"C:\Users\me\.openclaw\OpenClaw.json", "edits": []}),
+        ),
+        (
+            "write",
+            json!({"path": r"c:\users\me\.openclaw\extensions\Claw-Identity\index.js", "content": "x"}),
+        ),
+    ] {
+        assert!(f.check(tool, p.clone()).is_some(), "{tool} {p}");
+    }
+    crate::paths::test_windows::set(false);
+}
+
+#[test]
+fn on_windows_other_files_pass() {
+    let f = windows_fixture();
+    for (tool, p) in [
+        ("read", json!({"path": r"notes.md"})),
+        (
+            "read",
+            json!({"path": r"D:\Users\me\.config\micelclaw\agent-tokens.json"}),
+        ),
+        (
+            "read",
+            json!({"path": r"C:\Users\me\.config\micelclaw-old\agent-tokens.json"}),
+        ),
+        ("read", json!({"path": r"\\server\share\agent-tokens.json"})),
+        ("write", json!({"path": r"..\ws2\x.txt", "content": "x"})),
+        (
+            "read",
+            json!({"path": r"C:\Users\me\.openclaw\extensions\claw-identity\index.js"}),
+        ),
+    ] {
+        assert_eq!(f.check(tool, p.clone()), None, "{tool} {p}");
+    }
+    crate::paths::test_windows::set(false);
+}
