@@ -565,14 +565,25 @@ export async function agentLocal(run, { agent, sessionKey, message, timeoutMs = 
   return agentTurn(run, ['agent', '--local', '--agent', agent, '--session-key', key, '--message', message, '--json'], { timeoutMs, label: `local-${agent}` });
 }
 
-/** One turn through the running gateway. */
+// A gateway whose agent database failed to close stays so for that agent:
+// every later turn of it fails the same way (seen once in a clean-clone CI
+// run, in OpenClaw's closeAgentDatabaseResource, state/openclaw-agent-
+// execution.worker.js). Only a new gateway process clears it.
+const STUCK_GATEWAY = /Agent database cleanup failed/;
+
+/** One turn through the running gateway; once, through a restarted one, if OpenClaw's agent database got stuck. */
 export async function agentViaGateway(run, { agent, sessionKey, message, timeoutMs = 240_000, extraArgs = [] }) {
   const key = sessionKey ?? `agent:${agent}:e2e-${crypto.randomBytes(4).toString('hex')}`;
-  return agentTurn(run, ['agent', '--agent', agent, '--session-key', key, '--message', message, '--json', ...extraArgs], {
-    timeoutMs,
-    env: { OPENCLAW_GATEWAY_TOKEN: run.gatewayToken },
-    label: `gw-${agent}`,
-  });
+  const args = ['agent', '--agent', agent, '--session-key', key, '--message', message, '--json', ...extraArgs];
+  const opts = { timeoutMs, env: { OPENCLAW_GATEWAY_TOKEN: run.gatewayToken }, label: `gw-${agent}` };
+  const res = await agentTurn(run, args, opts);
+  if (res.code === 0 || !STUCK_GATEWAY.test(`${res.stderr}\n${res.stdout}`) || !run.gateway?.alive()) return res;
+  log(
+    `openclaw agent (${opts.label}): OpenClaw's agent database stayed stuck through ${res.attempts} attempts; restarting the gateway and running the turn once more`,
+  );
+  await run.gateway.stop();
+  await startGateway(run);
+  return agentTurn(run, args, opts);
 }
 
 /**
