@@ -131,20 +131,23 @@ pub fn node_homedir() -> Option<PathBuf> {
 
 /// The "OS home" of the file tools (`resolveOsHomeDir`,
 /// `home-dir-D0b-ywue.mjs`): `HOME`, then `USERPROFILE`, then
-/// `os.homedir()`, each trimmed.
+/// `os.homedir()`, each trimmed, then `path.resolve`d.
 pub fn os_home() -> Option<PathBuf> {
     env_trimmed("HOME")
         .or_else(|| env_trimmed("USERPROFILE"))
-        .map(|h| host_path(&h))
+        .map(|h| resolve(&process_cwd(), Path::new(&h)))
         .or_else(node_homedir)
 }
 
 /// The "effective home" of config, workspace and media paths
 /// (`resolveEffectiveHomeDir`): `OPENCLAW_HOME` (its own `~` expanded with
-/// the OS home), else the OS home.
+/// the OS home) `path.resolve`d, else the OS home.
 pub fn effective_home() -> Option<PathBuf> {
     match env_trimmed("OPENCLAW_HOME") {
-        Some(h) => Some(expand_tilde(&h, os_home().as_deref())),
+        Some(h) => Some(resolve(
+            &process_cwd(),
+            &expand_tilde(&h, os_home().as_deref()),
+        )),
         None => os_home(),
     }
 }
