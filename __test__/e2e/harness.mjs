@@ -543,6 +543,11 @@ function tryJson(s) {
  * (`assertCurrent` in dist/openclaw-agent-execution-*.mjs), seen once on a
  * clean-clone run with the machine under load.
  */
+// How long a read of OpenClaw's SQLite state waits for a writer's lock: a
+// gateway's worker may still hold one for a moment after the gateway is
+// stopped ("database is locked", seen once in a clean-clone CI run).
+const SQLITE_BUSY_MS = 15_000;
+
 const TRANSIENT = /another OpenClaw process owns state-lifecycle\b|Agent database cleanup failed|Agent database execution admission is closed/;
 const STATE_LOCK_ATTEMPTS = 4;
 
@@ -1032,7 +1037,7 @@ export async function transcriptEvents(run) {
   for (const agent of fs.existsSync(agentsDir) ? fs.readdirSync(agentsDir) : []) {
     const file = path.join(agentsDir, agent, 'agent', 'openclaw-agent.sqlite');
     if (!fs.existsSync(file)) continue;
-    const db = new DatabaseSync(file, { readOnly: true });
+    const db = new DatabaseSync(file, { readOnly: true, timeout: SQLITE_BUSY_MS });
     try {
       const tables = new Set(
         db
@@ -1092,7 +1097,7 @@ export async function stateRecords(run) {
       if (e.isDirectory()) walk(p);
       else if (!e.isFile() || /\.sqlite-(wal|shm|journal)$/.test(e.name)) continue;
       else if (e.name.endsWith('.sqlite') && fs.statSync(p).size > 0) {
-        const db = new DatabaseSync(p, { readOnly: true });
+        const db = new DatabaseSync(p, { readOnly: true, timeout: SQLITE_BUSY_MS });
         try {
           for (const { name } of db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all()) {
             let rows;
