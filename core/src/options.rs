@@ -90,15 +90,18 @@ pub struct Options {
     pub sandbox: SandboxOptions,
 }
 
-/// `~` onto `HOME` (on Windows, where `HOME` is seldom set, also
-/// `USERPROFILE` and Node's `os.homedir()`); the path as the host names it.
+/// `~` onto `HOME` (on Windows, where `HOME` is seldom set, the OS home as
+/// OpenClaw's file tools take it: `HOME`, `USERPROFILE`, `os.homedir()`);
+/// the path as the host names it.
 fn expand_home(path: &str) -> Result<PathBuf, String> {
     let windows = crate::paths::windows();
     if path == "~" || path.starts_with("~/") || (windows && path.starts_with("~\\")) {
-        let home = match crate::sys::env_var("HOME").filter(|h| !h.is_empty()) {
-            Some(h) => Some(crate::paths::host_path(&h.to_string_lossy())),
-            None if windows => crate::paths::os_home(),
-            None => None,
+        let home = if windows {
+            crate::paths::os_home()
+        } else {
+            crate::sys::env_var("HOME")
+                .filter(|h| !h.is_empty())
+                .map(PathBuf::from)
         };
         let home = home.ok_or_else(|| {
             format!(

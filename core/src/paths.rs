@@ -52,17 +52,8 @@ pub fn host_path(s: &str) -> PathBuf {
     }
 }
 
-/// The host's name of a path, for messages and for Node: on Windows the
-/// Windows path again.
-pub fn host_name(p: &Path) -> String {
-    if windows() {
-        win32::to_host(p)
-    } else {
-        p.to_string_lossy().into_owned()
-    }
-}
-
-/// A path as the host names it, for messages ([`host_name`]).
+/// A path as the host names it, for messages: on Windows the Windows path
+/// again (`/C:/a` is `C:\a`).
 pub fn shown(p: &Path) -> impl std::fmt::Display + '_ {
     struct Shown<'p>(&'p Path);
     impl std::fmt::Display for Shown<'_> {
@@ -96,7 +87,8 @@ pub fn is_absolute(p: &str) -> bool {
     }
 }
 
-fn process_cwd() -> PathBuf {
+/// The process's working directory (`/` if it has none).
+pub fn process_cwd() -> PathBuf {
     std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"))
 }
 

@@ -47,7 +47,7 @@ pub trait Host {
 
     /// The gateway process's working directory.
     fn cwd(&self) -> PathBuf {
-        std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"))
+        crate::paths::process_cwd()
     }
 }
 

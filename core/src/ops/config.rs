@@ -509,7 +509,7 @@ impl OpenClawConfig {
 /// `OPENCLAW_WORKSPACE_DIR` (resolved, no `~`), else
 /// `<stateDir>/workspace`, else the profile's or `~/.openclaw/workspace`.
 fn env_workspaces(state_dir: &Path) -> Vec<PathBuf> {
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let cwd = crate::paths::process_cwd();
     let mut out = Vec::new();
     if let Some(w) = crate::sys::env_var("OPENCLAW_WORKSPACE_DIR")
         .and_then(|w| w.to_str().map(|w| crate::paths::js_trim(w).to_owned()))

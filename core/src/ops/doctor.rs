@@ -462,13 +462,14 @@ pub fn run(args: &DoctorArgs<'_>) -> Result<Report, String> {
 
     let problems = checks.iter().filter(|c| c.status == Status::Fail).count();
     let warnings = checks.iter().filter(|c| c.status == Status::Warn).count();
+    let map_shown = crate::paths::shown(&map_path).to_string();
     Ok(Report {
         ok: problems == 0,
         problems,
         warnings,
         uid: crate::sys::euid().unwrap_or(u32::MAX),
-        map: crate::paths::host_name(&map_path),
-        config: args.config.map(crate::paths::host_name),
+        map: map_shown,
+        config: args.config.map(|p| crate::paths::shown(p).to_string()),
         map_loaded: map.is_some(),
         checks,
         agents: rows,

@@ -38,12 +38,18 @@ enum Root {
     Relative,
 }
 
-fn drive_of(s: &str) -> Option<char> {
+/// `C` of `C` or `c`.
+fn drive_letter(s: &str) -> Option<char> {
     let mut c = s.chars();
-    match (c.next(), c.next(), c.next()) {
-        (Some(d), Some(':'), None) if d.is_ascii_alphabetic() => Some(d.to_ascii_uppercase()),
+    match (c.next(), c.next()) {
+        (Some(d), None) if d.is_ascii_alphabetic() => Some(d.to_ascii_uppercase()),
         _ => None,
     }
+}
+
+/// `C` of `C:` or `c:`.
+fn drive_of(s: &str) -> Option<char> {
+    s.strip_suffix(':').and_then(drive_letter)
 }
 
 /// Servers that are this machine: `\\localhost\C$\a` is `C:\a`.
@@ -71,27 +77,24 @@ fn parts(s: &str) -> Vec<&str> {
 fn parse(p: &str) -> (Root, Vec<&str>) {
     if let Some(rest) = p.strip_prefix('/') {
         let comps = parts(rest);
-        match comps.as_slice() {
-            [d, rest @ ..] if drive_of(d).is_some() => {
-                return (Root::Drive(drive_of(d).unwrap_or('C')), rest.to_vec())
-            }
-            ["UNC:", server, share, rest @ ..] => {
-                return (
-                    Root::Unc((*server).to_owned(), (*share).to_owned()),
-                    rest.to_vec(),
-                )
-            }
-            _ => {}
+        if let Some(d) = comps.first().and_then(|c| drive_of(c)) {
+            return (Root::Drive(d), comps[1..].to_vec());
+        }
+        if let ["UNC:", server, share, rest @ ..] = comps.as_slice() {
+            let root = Root::Unc((*server).to_owned(), (*share).to_owned());
+            return (root, rest.to_vec());
         }
     }
     let mut chars = p.chars();
     match (chars.next(), chars.next(), chars.next()) {
         (Some(a), Some(b), _) if is_sep(a) && is_sep(b) => {
             let comps = parts(&p[2..]);
-            let (server, share, rest) = match comps.as_slice() {
-                ["?" | ".", d, rest @ ..] if drive_of(d).is_some() => {
-                    return (Root::Drive(drive_of(d).unwrap_or('C')), rest.to_vec())
+            if let ["?" | ".", d, rest @ ..] = comps.as_slice() {
+                if let Some(d) = drive_of(d) {
+                    return (Root::Drive(d), rest.to_vec());
                 }
+            }
+            let (server, share, rest) = match comps.as_slice() {
                 ["?" | ".", unc, server, share, rest @ ..] if unc.eq_ignore_ascii_case("UNC") => {
                     (*server, *share, rest)
                 }
@@ -99,7 +102,7 @@ fn parse(p: &str) -> (Root, Vec<&str>) {
                 [server] => (*server, "", &[][..]),
                 [] => ("", "", &[][..]),
             };
-            match share.strip_suffix('$').and_then(drive_of_letter) {
+            match share.strip_suffix('$').and_then(drive_letter) {
                 Some(d) if loopback(server) => (Root::Drive(d), rest.to_vec()),
                 _ => (
                     Root::Unc(server.to_owned(), share.to_owned()),
@@ -119,10 +122,11 @@ fn parse(p: &str) -> (Root, Vec<&str>) {
     }
 }
 
-fn drive_of_letter(s: &str) -> Option<char> {
-    let mut c = s.chars();
-    match (c.next(), c.next()) {
-        (Some(d), None) if d.is_ascii_alphabetic() => Some(d.to_ascii_uppercase()),
+/// A root's guest name: `/C:`, `/UNC:/server/share`; none for the others.
+fn guest_name(root: &Root) -> Option<String> {
+    match root {
+        Root::Drive(d) => Some(format!("/{d}:")),
+        Root::Unc(server, share) => Some(format!("/UNC:/{server}/{share}")),
         _ => None,
     }
 }
@@ -130,31 +134,20 @@ fn drive_of_letter(s: &str) -> Option<char> {
 /// A guest path's root (`/C:` or `/UNC:/server/share`) and the rest.
 fn guest_root(guest: &Path) -> (Option<String>, Vec<String>) {
     let s = guest.to_string_lossy();
-    let comps: Vec<String> = s
-        .split('/')
-        .filter(|c| !c.is_empty())
-        .map(str::to_owned)
-        .collect();
-    match comps.first().map(String::as_str) {
-        Some(d) if drive_of(d).is_some() => (Some(format!("/{d}")), comps[1..].to_vec()),
-        Some("UNC:") if comps.len() >= 3 => (
-            Some(format!("/UNC:/{}/{}", comps[1], comps[2])),
-            comps[3..].to_vec(),
-        ),
-        _ => (None, comps),
-    }
+    let (root, rest) = parse(&s);
+    (
+        guest_name(&root),
+        rest.into_iter().map(str::to_owned).collect(),
+    )
 }
 
 /// The current directory of drive `d` that the Windows shell hands down
-/// (`=D:`), which `path.win32.resolve` reads, when it is on that drive.
-fn other_drive_cwd(d: char) -> Option<(Option<String>, Vec<String>)> {
+/// (`=D:`), which `path.win32.resolve` reads, when it is on that drive: the
+/// names below the drive's root.
+fn other_drive_cwd(d: char) -> Option<Vec<String>> {
     let v = crate::sys::env_var(&format!("={d}:"))?;
-    let v = v.to_str()?;
-    match parse(v) {
-        (Root::Drive(e), rest) if e == d => Some((
-            Some(format!("/{d}:")),
-            rest.iter().map(|c| (*c).to_owned()).collect(),
-        )),
+    match parse(v.to_str()?) {
+        (Root::Drive(e), rest) if e == d => Some(rest.into_iter().map(str::to_owned).collect()),
         _ => None,
     }
 }
@@ -173,18 +166,19 @@ pub fn is_absolute(p: &str) -> bool {
 pub fn resolve(base: &Path, p: &str) -> PathBuf {
     let (root, rest) = parse(p);
     let (base_root, base_rest) = guest_root(base);
-    let drive = |d: char| format!("/{d}:");
-    let (root, mut comps): (String, Vec<String>) = match root {
-        Root::Drive(d) => (drive(d), Vec::new()),
-        Root::Unc(server, share) => (format!("/UNC:/{server}/{share}"), Vec::new()),
-        Root::Rooted => (base_root.unwrap_or_default(), Vec::new()),
-        Root::DriveRelative(d) if base_root.as_deref() == Some(drive(d).as_str()) => {
-            (drive(d), base_rest)
+    let (root, mut comps): (Option<String>, Vec<String>) = match root {
+        Root::Drive(_) | Root::Unc(..) => (guest_name(&root), Vec::new()),
+        Root::Rooted => (base_root, Vec::new()),
+        Root::DriveRelative(d) => {
+            let drive = guest_name(&Root::Drive(d));
+            let cwd = if base_root == drive {
+                base_rest
+            } else {
+                other_drive_cwd(d).unwrap_or_default()
+            };
+            (drive, cwd)
         }
-        Root::DriveRelative(d) => other_drive_cwd(d)
-            .map(|(r, rest)| (r.unwrap_or_else(|| drive(d)), rest))
-            .unwrap_or_else(|| (drive(d), Vec::new())),
-        Root::Relative => (base_root.unwrap_or_default(), base_rest),
+        Root::Relative => (base_root, base_rest),
     };
     for c in rest {
         match c {
@@ -195,11 +189,7 @@ pub fn resolve(base: &Path, p: &str) -> PathBuf {
             c => comps.push(c.to_owned()),
         }
     }
-    let mut out = if root.is_empty() {
-        String::from("/")
-    } else {
-        root
-    };
+    let mut out = root.unwrap_or_else(|| String::from("/"));
     for c in comps {
         if !out.ends_with('/') {
             out.push('/');
@@ -212,22 +202,18 @@ pub fn resolve(base: &Path, p: &str) -> PathBuf {
 /// The Windows path a guest path stands for (`/C:/a` is `C:\a`); a guest
 /// path on no drive or share (a POSIX path) as it is.
 pub fn to_host(guest: &Path) -> String {
-    let (root, rest) = guest_root(guest);
-    let host_root = match root.as_deref() {
-        Some(r) if r.starts_with("/UNC:/") => {
-            format!("\\\\{}", r["/UNC:/".len()..].replace('/', "\\"))
-        }
-        Some(r) => r[1..].to_owned(),
-        None => return guest.to_string_lossy().into_owned(),
+    let s = guest.to_string_lossy();
+    let (root, rest) = parse(&s);
+    let root = match root {
+        Root::Drive(d) if rest.is_empty() => return format!("{d}:\\"),
+        Root::Drive(d) => format!("{d}:"),
+        Root::Unc(server, share) => format!("\\\\{server}\\{share}"),
+        _ => return s.into_owned(),
     };
-    if rest.is_empty() {
-        return if host_root.ends_with(':') {
-            format!("{host_root}\\")
-        } else {
-            host_root
-        };
-    }
-    format!("{host_root}\\{}", rest.join("\\"))
+    std::iter::once(root.as_str())
+        .chain(rest)
+        .collect::<Vec<_>>()
+        .join("\\")
 }
 
 /// The form two guest paths are compared in: what Windows reads as the

@@ -832,13 +832,13 @@ fn reason(tool: &str, raw: &str, how: &str, loc: &Location) -> String {
         Guard::Map => format!(
             "{RULE_ID}: {tool} refused: the path {given} {how} {} ({}), which holds every agent's credentials; no tool may read, change, move or delete it. Work on other files.",
             loc.what,
-            paths::host_name(&loc.path)
+            paths::shown(&loc.path)
         ),
         Guard::Layer => format!(
             "{}: {tool} refused: the path {given} {how} {} ({}), which controls the identity layer{}; agents' tools may not {}. The operator changes it.",
             super::layer_controls::RULE_ID,
             loc.what,
-            paths::host_name(&loc.path),
+            paths::shown(&loc.path),
             if loc.secret { " and holds the gateway's secrets" } else { "" },
             if loc.secret { "read or change it" } else { "change it" },
         ),
