@@ -8,6 +8,7 @@ pub mod acl;
 pub mod engine;
 pub mod layer;
 pub mod log;
+pub mod openclaw;
 pub mod ops;
 pub mod options;
 pub mod paths;
