@@ -74,6 +74,17 @@ export interface IdentityOptions {
    * @default "paths"
    */
   protectMap?: 'off' | 'paths' | 'strict';
+  /**
+   * While an agent's own tools can reach the token map or OpenClaw's config
+   * (it is not contained by a sandbox, or on the host by
+   * `tools.fs.workspaceOnly` without host tools): `"enforce"` serves no
+   * token, refusing every owned call with a reason that names the agents
+   * and the config that contains each; `"warn"` serves tokens and logs what
+   * is exposed. Judged from `openclawConfig`; without one, nobody judges it
+   * and tokens are served (said once in the log). See docs/threat-model.md.
+   * @default "enforce"
+   */
+  posture?: 'enforce' | 'warn';
   /** Configuration of the identity rules (see docs/rules.md). Every rule is on by default. */
   rules?: RulesOptions;
   /** Where log lines go. Default: warnings and errors to the console, info discarded. */
@@ -206,6 +217,29 @@ export interface IdentityStats {
   /** `"inotify"`, `"poll"` (always, on the WebAssembly build), `"starting"` or `"closed"`. */
   watcher: string;
   tokenMapPath: string;
+  /** Whether the agents are contained, as judged from OpenClaw's config. */
+  posture: Posture;
+}
+
+/** Whether the agents' own tools can reach the token map (`stats().posture`). */
+export interface Posture {
+  mode: 'enforce' | 'warn';
+  /** False when no OpenClaw config was given: nobody judged the agents, and tokens are served. */
+  judged: boolean;
+  /** Whether tokens are served now: under `"enforce"`, only while every agent is contained. */
+  servesTokens: boolean;
+  agents: AgentPosture[];
+}
+
+export interface AgentPosture {
+  /** The agent id; `"*"` stands for the agents the roster doesn't list (they get `agents.defaults`). */
+  agentId: string;
+  /** How it is contained, or `null` when its own tools can reach the secrets. */
+  contained: 'sandbox' | 'host' | null;
+  /** What exposes it, each with the config key it comes from (empty when contained). */
+  exposures: { what: string; key: string }[];
+  /** The config that contains it, as `openclaw config set` commands; `null` when contained. */
+  fix: string | null;
 }
 
 /** One identity layer: its own map, watcher and counters. */

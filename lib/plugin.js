@@ -19,10 +19,23 @@ const PERSIST_PRIORITY = -1000;
  * the rules read: who spawned it, and the cwd and workspace it was spawned
  * with (its tools run there).
  */
-function sessionStoreOf(api) {
+function sessionStoreOf(api, sandboxSdk) {
   const store = api.runtime?.agent?.session;
   if (typeof store?.patchSessionEntry !== 'function' || typeof store?.getSessionEntry !== 'function') return undefined;
+  const config = () => api.runtime?.config?.current?.() ?? api.config;
   return {
+    // What OpenClaw says of a chat now, for the posture's per-chat check
+    // (core/src/posture.rs): OpenClaw's own resolver says whether it runs in
+    // the sandbox (it reads the chat's override), and the entry holds the
+    // chat's exec and permission overrides. Throws while the resolver is
+    // not loaded: the call is then refused, not guessed.
+    now: (agentId, sessionKey) => {
+      const sdk = sandboxSdk();
+      if (typeof sdk?.resolveSandboxRuntimeStatus !== 'function') throw new Error("OpenClaw's sandbox resolver (openclaw/plugin-sdk/sandbox) is not loaded");
+      const { sandboxed } = sdk.resolveSandboxRuntimeStatus({ cfg: config(), agentId, sessionKey });
+      const e = sessionKey === '' ? undefined : store.getSessionEntry({ agentId, sessionKey, readConsistency: 'latest' });
+      return { sandboxed: sandboxed === true, execHost: e?.execHost, execNode: e?.execNode, elevatedLevel: e?.elevatedLevel, permissionMode: e?.permissionMode };
+    },
     ensure: (agentId, sessionKey) =>
       store.patchSessionEntry({
         agentId,
@@ -70,7 +83,20 @@ function describe(build) {
 }
 
 /** The plugin entry for `surface()`'s result (lib/api.js). */
-export function createPlugin({ api: lib, native, watchers }) {
+export function createPlugin({ api: lib, native, watchers }, loadSandboxSdk = () => import('openclaw/plugin-sdk/sandbox')) {
+  // OpenClaw's sandbox SDK, loaded once per copy of the plugin: its
+  // resolver answers the posture's per-chat check, and it registers the
+  // sandbox backend.
+  let sdk;
+  let sdkLoad;
+  const sandboxSdk = () => sdk;
+  const loadSdk = () => {
+    sdkLoad ??= loadSandboxSdk().then((m) => {
+      sdk = m;
+      return m;
+    });
+    return sdkLoad;
+  };
   return {
     id: PLUGIN_ID,
     name: 'claw-identity',
@@ -78,7 +104,8 @@ export function createPlugin({ api: lib, native, watchers }) {
     register(api) {
       // Collecting CLI metadata: OpenClaw offers no runtime then, and nothing may start.
       if (api.registrationMode === 'cli-metadata') return registerCommands(api, lib);
-      const sessions = sessionStoreOf(api);
+      const sessions = sessionStoreOf(api, sandboxSdk);
+      loadSdk().catch((err) => api.logger.warn(`[claw-identity] OpenClaw's sandbox SDK did not load (${err.message}): calls that reach the host from a contained agent are refused until it does`));
       // Every registration reaches the layer in force: a later registration
       // with other options replaces it for the earlier ones too, including
       // those of other copies of this module, which use this addon (lib/api.js).
@@ -117,7 +144,7 @@ export function createPlugin({ api: lib, native, watchers }) {
       api.on('before_message_write', native.redactPersisted, { priority: PERSIST_PRIORITY });
       registerOperatorSurfaces(api, native, lib);
       // The `claw-identity` sandbox backend (bubblewrap), for agents that select it.
-      registerSandbox(api, native);
+      registerSandbox(api, native, loadSdk);
       if (api.registrationMode === 'full') {
         registerWatcherService(api, native, configure, layer, watchers);
         api.logger.info(`[claw-identity] ${describe(lib.buildInfo)}; identity is enforced by ${tier}`);

@@ -10,6 +10,16 @@ const [COMMAND] = createRequire(import.meta.url)('../openclaw.plugin.json').cliC
 
 /** Where OpenClaw keeps this plugin's options. */
 export const CONFIG_PREFIX = 'plugins.entries.claw-identity.config';
+/**
+ * The config the posture is judged from (core/src/posture.rs): a change
+ * under any of these restarts the watcher service, which configures the
+ * layer with the committed config, and so judges it again. Each is a key
+ * OpenClaw hot-applies or ignores (`config-reload-plan-*.mjs`): a service's
+ * prefix turns a key it matches into a hot one, so a key that restarts the
+ * gateway (which judges it again anyway) is left out. `agents` itself is
+ * split, since OpenClaw's own rule for it ("none") would be matched first.
+ */
+export const POSTURE_PREFIXES = ['agents.defaults', 'agents.entries', 'agents.list', 'tools', 'session.scope', 'acp', 'cron', 'hooks'];
 /** How often the service compares the layer's state with what it last reported. */
 const HEALTH_INTERVAL_MS = 1000;
 
@@ -39,6 +49,10 @@ export function registerOperatorSurfaces(api, native, lib) {
  */
 export function healthProblem(s) {
   if (!s) return 'claw-identity is not configured';
+  if (s.posture && !s.posture.servesTokens) {
+    const exposed = s.posture.agents.filter((a) => a.contained === null).map((a) => (a.agentId === '*' ? "the agents the roster doesn't list" : a.agentId));
+    return `no token is served: ${exposed.join(', ')} can reach the token map or OpenClaw's config with their own tools, and posture is "enforce". claw-identity doctor names the config that contains each`;
+  }
   const path = s.tokenMapPath;
   if (!s.loaded)
     return `no token map is in force: ${s.lastError ?? `${path} has not been read`}. Calls that need a token get none until ${path} is a valid map`;
@@ -65,7 +79,7 @@ export function registerWatcherService(api, native, configure, current, watchers
   let started = false;
   api.registerService({
     id: 'claw-identity',
-    reload: { configPrefixes: [CONFIG_PREFIX] },
+    reload: { configPrefixes: [CONFIG_PREFIX, ...POSTURE_PREFIXES] },
     start(ctx) {
       // Options that don't validate leave the layer in force as it is, and
       // are reported until they are fixed.

@@ -57,6 +57,76 @@ pub struct NativeStats {
     pub internal_errors: i64,
     pub watcher: String,
     pub token_map_path: String,
+    pub posture: NativePosture,
+}
+
+/// Whether the agents are contained (`claw_identity_core::posture`).
+#[napi(object)]
+pub struct NativePosture {
+    /// `"enforce"` or `"warn"`.
+    pub mode: String,
+    /// False when no OpenClaw config was given: nobody judged the agents.
+    pub judged: bool,
+    /// Whether tokens are served now.
+    pub serves_tokens: bool,
+    pub agents: Vec<NativeAgentPosture>,
+}
+
+#[napi(object)]
+pub struct NativeAgentPosture {
+    /// The agent id; `"*"` stands for the agents the roster doesn't list.
+    pub agent_id: String,
+    /// `"sandbox"`, `"host"`, or `null` when it is not contained.
+    pub contained: Either<String, Null>,
+    pub exposures: Vec<NativeExposure>,
+    /// The config that contains it (`openclaw config set` commands).
+    pub fix: Either<String, Null>,
+}
+
+#[napi(object)]
+pub struct NativeExposure {
+    pub what: String,
+    /// The config key it comes from.
+    pub key: String,
+}
+
+fn native_posture(j: &claw_identity_core::posture::Judged) -> NativePosture {
+    use claw_identity_core::posture::Containment;
+    let p = &j.posture;
+    let text = |s: &str| redact::scrub(s);
+    NativePosture {
+        mode: p.mode.as_str().to_owned(),
+        judged: p.judged(),
+        serves_tokens: p.serves_tokens(),
+        agents: p
+            .agents
+            .iter()
+            .flatten()
+            .map(|a| NativeAgentPosture {
+                agent_id: text(&a.agent_id),
+                contained: match a.containment {
+                    Ok(Containment::Sandbox) => Either::A("sandbox".into()),
+                    Ok(Containment::Host) => Either::A("host".into()),
+                    Err(_) => Either::B(Null),
+                },
+                exposures: a
+                    .containment
+                    .as_ref()
+                    .err()
+                    .into_iter()
+                    .flatten()
+                    .map(|e| NativeExposure {
+                        what: text(&e.what),
+                        key: text(&e.key),
+                    })
+                    .collect(),
+                fix: match &a.fix {
+                    Some(f) => Either::A(text(f)),
+                    None => Either::B(Null),
+                },
+            })
+            .collect(),
+    }
 }
 
 fn native_stats(layer: &claw_identity_core::Layer) -> NativeStats {
@@ -80,6 +150,7 @@ fn native_stats(layer: &claw_identity_core::Layer) -> NativeStats {
         internal_errors: s.internal_errors as i64,
         watcher: s.watcher.to_owned(),
         token_map_path: s.token_map_path,
+        posture: native_posture(&s.posture),
     }
 }
 

@@ -4,6 +4,7 @@
 //! alike, so all three agree by construction.
 
 use crate::options::Options;
+use crate::posture::{Judged, Posture};
 use crate::redact::{scrub, shown};
 use crate::route::{Route, Router};
 use crate::rules::layer_controls::{self, OpenClawFiles};
@@ -45,11 +46,14 @@ pub struct Engine {
     /// Every workspace an agent may have (OpenClaw's config): the sandbox
     /// shows each agent only its own.
     workspaces: parking_lot::RwLock<Vec<std::path::PathBuf>>,
+    /// Whether the agents are contained, judged from OpenClaw's config.
+    posture: arc_swap::ArcSwap<Judged>,
 }
 
 impl Engine {
     pub fn new(opts: Options) -> Engine {
         let opts_locations = opts.token_map_path.clone();
+        let opts_posture = opts.posture;
         Engine {
             router: Router::new(&opts),
             opts,
@@ -59,7 +63,19 @@ impl Engine {
                 ..Facts::default()
             }),
             workspaces: Default::default(),
+            posture: arc_swap::ArcSwap::from_pointee(Judged::new(Posture::unjudged(opts_posture))),
         }
+    }
+
+    /// Puts a posture in force (judged from OpenClaw's config).
+    pub fn set_posture(&self, posture: Posture) {
+        self.posture
+            .store(std::sync::Arc::new(Judged::new(posture)));
+    }
+
+    /// The posture in force.
+    pub fn posture(&self) -> std::sync::Arc<Judged> {
+        self.posture.load_full()
     }
 
     /// The locations `map-access` keeps out of the agents' reach: the
@@ -143,8 +159,13 @@ impl Engine {
         let Some(route) = self.route(call.tool) else {
             return Decision::pass();
         };
+        let posture = self.posture.load();
+        if let Some(d) = crate::posture::drift(&posture, call, route.rule, host) {
+            return d;
+        }
         let fs = self.fs.read();
         let cx = Context {
+            posture: &posture,
             opts: &self.opts,
             view,
             sessions: &self.sessions,
@@ -459,7 +480,7 @@ mod tests {
         // exec's `pty` and `env`: rule sandbox-pty passes the ask for a terminal on.
         assert_eq!(e.route("exec").map(|r| r.reads), Some(&["pty", "env"][..]));
         let off = engine(
-            &json!({"tokenMapPath": "/m.json", "protectMap": "off", "rules": {
+            &json!({"tokenMapPath": "/m.json", "protectMap": "off", "posture": "warn", "rules": {
                 "crossUserSend": {"enabled": false}, "spawnRedirect": {"enabled": false},
                 "delegationSession": {"enabled": false}, "workboardScope": {"enabled": false},
                 "conversationId": {"enabled": false}, "layerControls": {"enabled": false},

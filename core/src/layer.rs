@@ -142,6 +142,8 @@ pub struct Stats {
     pub internal_errors: u64,
     pub watcher: &'static str,
     pub token_map_path: String,
+    /// Whether the agents are contained (`crate::posture`).
+    pub posture: Arc<crate::posture::Judged>,
 }
 
 struct Shared {
@@ -287,7 +289,73 @@ impl Layer {
         }
         let mut files = config.files(&table);
         files.plugin_dirs = plugin_dirs.to_vec();
-        self.shared.engine.set_openclaw_facts(table, &files);
+        let engine = &self.shared.engine;
+        let opts = engine.options();
+        let protected = crate::engine::Engine::locations(&opts.token_map_path, &files);
+        let posture = crate::posture::of_config(
+            opts.posture,
+            config.root(),
+            &table,
+            &protected,
+            &crate::posture::ConfigTools::new(config.root()),
+            crate::sandbox::bwrap_here(&opts.sandbox),
+        );
+        engine.set_openclaw_facts(table, &files);
+        self.set_posture(posture);
+    }
+
+    /// Puts `posture` in force, and says so in the log when it changed: at
+    /// start, and at each config reload that changes it. Under `"enforce"`
+    /// an exposed agent is an error (no token is served), under `"warn"` a
+    /// warning.
+    pub fn set_posture(&self, posture: crate::posture::Posture) {
+        use crate::posture::Mode;
+        let engine = &self.shared.engine;
+        let before = engine.posture();
+        let changed = before.posture != posture;
+        engine.set_posture(posture);
+        if !changed {
+            return;
+        }
+        let now = engine.posture();
+        let p = &now.posture;
+        let exposed = p.describe_exposed();
+        let log = &self.shared.log;
+        match (p.judged(), exposed.is_empty(), p.mode) {
+            (false, _, _) => log.warn(format_args!(
+                "posture: no OpenClaw config was given, so nobody judged whether the agents' own tools can reach the token map; tokens are served as configured"
+            )),
+            (true, true, _) => log.info(format_args!(
+                "posture: every agent is contained ({}); tokens are served",
+                p.agents
+                    .iter()
+                    .flatten()
+                    .map(|a| format!(
+                        "{}: {}",
+                        crate::posture::display(&a.agent_id),
+                        match a.containment {
+                            Ok(crate::posture::Containment::Sandbox) => "sandbox",
+                            _ => "host, confined",
+                        }
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+            (true, false, Mode::Enforce) => log.error(format_args!(
+                "posture: serving NO token: {} agent{} can reach the token map or OpenClaw's config with {} own tools, and posture is \"enforce\". {}",
+                exposed.len(),
+                if exposed.len() == 1 { "" } else { "s" },
+                if exposed.len() == 1 { "its" } else { "their" },
+                exposed.join(" | ")
+            )),
+            (true, false, Mode::Warn) => log.warn(format_args!(
+                "posture \"warn\": serving tokens although {} agent{} can reach the token map or OpenClaw's config with {} own tools: {}",
+                exposed.len(),
+                if exposed.len() == 1 { "" } else { "s" },
+                if exposed.len() == 1 { "its" } else { "their" },
+                exposed.join(" | ")
+            )),
+        }
     }
 
     /// This gateway's sandbox inputs: the protected locations in force
@@ -396,6 +464,7 @@ impl Layer {
                 .as_ref()
                 .map_or("closed", |w| w.backend().as_str()),
             token_map_path: s.engine.options().token_map_path.display().to_string(),
+            posture: s.engine.posture(),
         }
     }
 

@@ -13,6 +13,7 @@ pub mod ops;
 pub mod options;
 pub mod paths;
 pub mod pipeline;
+pub mod posture;
 pub mod redact;
 pub mod route;
 pub mod rules;

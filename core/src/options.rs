@@ -51,6 +51,7 @@ struct RawOptions {
     watcher: Option<WatchMode>,
     poll_interval_ms: Option<u64>,
     protect_map: Option<ProtectMap>,
+    posture: Option<crate::posture::Mode>,
     #[serde(default)]
     rules: RulesConfig,
     #[serde(default)]
@@ -68,6 +69,7 @@ pub const KNOWN_OPTIONS: &[&str] = &[
     "watcher",
     "pollIntervalMs",
     "protectMap",
+    "posture",
     "rules",
     "sandbox",
     "logger",
@@ -85,6 +87,8 @@ pub struct Options {
     pub poll_interval_ms: u64,
     /// How far the agents' own tools are kept from the map (rule `map-access`).
     pub protect_map: ProtectMap,
+    /// What the layer does while an agent is not contained (`crate::posture`).
+    pub posture: crate::posture::Mode,
     pub rules: RulesConfig,
     /// The `claw-identity` sandbox backend (`crate::sandbox`).
     pub sandbox: SandboxOptions,
@@ -220,6 +224,7 @@ impl Options {
             watcher: raw.watcher.unwrap_or_default(),
             poll_interval_ms,
             protect_map: raw.protect_map.unwrap_or_default(),
+            posture: raw.posture.unwrap_or_default(),
             rules: raw.rules,
             sandbox: raw.sandbox,
         })
@@ -284,6 +289,22 @@ mod tests {
         assert!(Options::from_json(r#"[]"#).is_err());
         assert!(Options::from_json(r#"{"protectMap": true}"#).is_err());
         assert!(Options::from_json(r#"{"protectMap": "on"}"#).is_err());
+    }
+
+    #[test]
+    fn posture_is_enforced_by_default_and_warn_is_the_only_other_value() {
+        use crate::posture::Mode;
+        assert_eq!(Options::from_json("{}").unwrap().posture, Mode::Enforce);
+        let warn = Options::from_json(r#"{"posture": "warn"}"#).unwrap();
+        assert_eq!(warn.posture, Mode::Warn);
+        for bad in [
+            r#"{"posture": "off"}"#,
+            r#"{"posture": false}"#,
+            r#"{"posture": "Enforce"}"#,
+        ] {
+            let e = Options::from_json(bad).unwrap_err();
+            assert!(e.starts_with("invalid options: posture: "), "{e}");
+        }
     }
 
     #[test]

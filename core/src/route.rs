@@ -76,20 +76,31 @@ fn workboard_or_cross_user(o: &Options) -> bool {
     o.rules.workboard_scope.enabled || o.rules.cross_user_send.enabled
 }
 fn cross_user_or_strict(o: &Options) -> bool {
-    o.rules.cross_user_send.enabled || protect_strict(o)
+    o.rules.cross_user_send.enabled || protect_strict(o) || enforced(o)
 }
 /// The path guard runs for the map (`protectMap`) or for the layer's files.
 fn protect_paths(o: &Options) -> bool {
     o.protect_map != ProtectMap::Off || o.rules.layer_controls.enabled
 }
 fn layer(o: &Options) -> bool {
-    o.rules.layer_controls.enabled
+    o.rules.layer_controls.enabled || enforced(o)
+}
+/// Under `posture: "enforce"` every tool that reaches the host is routed,
+/// so the per-chat check of the posture (`posture::drift`) sees its calls.
+fn enforced(o: &Options) -> bool {
+    o.posture == crate::posture::Mode::Enforce
+}
+fn paths_or_posture(o: &Options) -> bool {
+    protect_paths(o) || enforced(o)
 }
 fn protect_strict(o: &Options) -> bool {
     o.protect_map == ProtectMap::Strict
 }
 fn always(_: &Options) -> bool {
     true
+}
+fn pass<'a>(_: &Context<'_, 'a>, _: &ToolCall<'a>, _: &Route) -> Decision<'a> {
+    Decision::pass()
 }
 
 /// The Workboard tools: the agents work is assigned to (cross-user-send),
@@ -212,7 +223,7 @@ pub static ROUTES: &[Route] = &[
         reads: FILE_READS,
         scans: &[],
         decide: map_access::read,
-        on: protect_paths,
+        on: paths_or_posture,
         derived: false,
     },
     Route {
@@ -221,7 +232,7 @@ pub static ROUTES: &[Route] = &[
         reads: FILE_READS,
         scans: &[],
         decide: map_access::write,
-        on: protect_paths,
+        on: paths_or_posture,
         derived: false,
     },
     Route {
@@ -230,7 +241,7 @@ pub static ROUTES: &[Route] = &[
         reads: &["input", "patch"],
         scans: &[],
         decide: map_access::patch,
-        on: protect_paths,
+        on: paths_or_posture,
         derived: true,
     },
     Route {
@@ -239,7 +250,7 @@ pub static ROUTES: &[Route] = &[
         reads: FILE_READS,
         scans: &[],
         decide: map_access::list,
-        on: protect_paths,
+        on: paths_or_posture,
         derived: false,
     },
     Route {
@@ -249,7 +260,7 @@ pub static ROUTES: &[Route] = &[
         reads: FILE_READS,
         scans: &[],
         decide: map_access::search,
-        on: protect_paths,
+        on: paths_or_posture,
         derived: false,
     },
     Route {
@@ -258,7 +269,7 @@ pub static ROUTES: &[Route] = &[
         reads: &["path", "paths"],
         scans: &[],
         decide: map_access::media,
-        on: protect_paths,
+        on: paths_or_posture,
         derived: false,
     },
     Route {
@@ -267,7 +278,7 @@ pub static ROUTES: &[Route] = &[
         reads: &["pdf", "pdfs"],
         scans: &[],
         decide: map_access::media,
-        on: protect_paths,
+        on: paths_or_posture,
         derived: false,
     },
     Route {
@@ -276,7 +287,7 @@ pub static ROUTES: &[Route] = &[
         reads: &["image", "images"],
         scans: &[],
         decide: map_access::media,
-        on: protect_paths,
+        on: paths_or_posture,
         derived: false,
     },
     Route {
@@ -292,7 +303,7 @@ pub static ROUTES: &[Route] = &[
         ],
         scans: &[],
         decide: map_access::media,
-        on: protect_paths,
+        on: paths_or_posture,
         derived: false,
     },
     Route {
@@ -302,7 +313,7 @@ pub static ROUTES: &[Route] = &[
         reads: MESSAGE_READS,
         scans: &[],
         decide: map_access::message,
-        on: protect_paths,
+        on: paths_or_posture,
         derived: false,
     },
     Route {
@@ -311,7 +322,7 @@ pub static ROUTES: &[Route] = &[
         reads: &["outPath", "out_path"],
         scans: &[],
         decide: map_access::node_output,
-        on: protect_paths,
+        on: paths_or_posture,
         derived: false,
     },
     Route {
@@ -322,7 +333,7 @@ pub static ROUTES: &[Route] = &[
         reads: &["path"],
         scans: &[],
         decide: map_access::node_files,
-        on: protect_paths,
+        on: paths_or_posture,
         derived: false,
     },
     Route {
@@ -331,7 +342,7 @@ pub static ROUTES: &[Route] = &[
         reads: &["path", "paths"],
         scans: &[],
         decide: map_access::browser,
-        on: protect_paths,
+        on: paths_or_posture,
         derived: false,
     },
     Route {
@@ -351,6 +362,17 @@ pub static ROUTES: &[Route] = &[
         scans: &[],
         decide: automations,
         on: cross_user_or_strict,
+        derived: false,
+    },
+    Route {
+        // Tools that reach the host that no rule above reads: only the
+        // per-chat check of the posture concerns them.
+        tools: &crate::posture::UNROUTED_HOST_TOOLS,
+        rule: crate::posture::RULE_ID,
+        reads: &[],
+        scans: &[],
+        decide: pass,
+        on: enforced,
         derived: false,
     },
     Route {
@@ -446,11 +468,13 @@ mod tests {
 
     #[test]
     fn switched_off_rules_route_nothing() {
-        let off = Router::new(&opts(json!({"protectMap": "off", "rules": {
-            "crossUserSend": {"enabled": false}, "spawnRedirect": {"enabled": false},
-            "delegationSession": {"enabled": false}, "workboardScope": {"enabled": false},
-            "conversationId": {"enabled": false}, "layerControls": {"enabled": false},
-        }})));
+        let off = Router::new(&opts(
+            json!({"protectMap": "off", "posture": "warn", "rules": {
+                "crossUserSend": {"enabled": false}, "spawnRedirect": {"enabled": false},
+                "delegationSession": {"enabled": false}, "workboardScope": {"enabled": false},
+                "conversationId": {"enabled": false}, "layerControls": {"enabled": false},
+            }}),
+        ));
         // Only the shells stay: sandbox-pty has no switch.
         let left: Vec<&str> = off.tools().collect();
         assert!(

@@ -27,12 +27,36 @@ pub struct SessionEntry {
     pub spawned_workspace: Option<PathBuf>,
 }
 
+/// What OpenClaw says of one session now: whether it runs in the sandbox
+/// (`resolveSandboxRuntimeStatus`, which reads the chat's own override), and
+/// the per-chat overrides that move its tools (read fresh at every call:
+/// an admin can change them at any time).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionNow {
+    pub sandboxed: bool,
+    /// `execHost` (`/exec host=`): where this chat's exec runs.
+    pub exec_host: Option<String>,
+    /// `execNode`: the node this chat's exec is bound to.
+    pub exec_node: Option<String>,
+    /// `elevatedLevel` (`/elevated`): this chat's exec may run elevated.
+    pub elevated: Option<String>,
+    /// `permissionMode`: `"full"` lifts `tools.fs.workspaceOnly` for this chat.
+    pub permission_mode: Option<String>,
+}
+
 /// What the layer asks its host, OpenClaw in Node, while it decides: a
 /// session's entry in OpenClaw's session store, and Node's own reading of a
 /// `file:` URL (OpenClaw's tools call `fileURLToPath`).
 pub trait Host {
     /// `session_key`'s entry, or `None` when the store has none.
     fn session(&self, agent_id: &str, session_key: &str) -> Result<Option<SessionEntry>, String>;
+
+    /// What OpenClaw says of `session_key` now (`SessionNow`); `None` where
+    /// the host has no session store (then no per-chat override is known).
+    fn session_now(&self, agent_id: &str, session_key: &str) -> Result<Option<SessionNow>, String> {
+        let _ = (agent_id, session_key);
+        Ok(None)
+    }
 
     /// Node's `url.fileURLToPath(url)`; `None` where it throws. Without
     /// Node, the same algorithm in Rust (`paths::file_url_to_path`).

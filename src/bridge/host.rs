@@ -14,7 +14,7 @@ use parking_lot::Mutex;
 use super::js::{Js, Kind};
 use claw_identity_core::log::{Level, Log};
 use claw_identity_core::paths;
-use claw_identity_core::sessions::{Host, SessionEntry};
+use claw_identity_core::sessions::{Host, SessionEntry, SessionNow};
 
 /// Wakes the JS thread to deliver the lines waiting in the outbox: weak, so
 /// a live layer never keeps Node running. At most a few wake-ups are on their way.
@@ -217,6 +217,10 @@ impl JsLogger {
 pub struct JsSessions {
     ensure: FunctionRef<Js<'static>, Js<'static>>,
     entry_of: Entry,
+    /// `now(agentId, sessionKey)`: `{ sandboxed, execHost, execNode,
+    /// elevatedLevel, permissionMode }` as OpenClaw says them now (the
+    /// posture's per-chat check); a store without it knows no override.
+    now: Option<FunctionRef<Js<'static>, Js<'static>>>,
 }
 
 enum Entry {
@@ -250,6 +254,7 @@ impl JsSessions {
         Ok(JsSessions {
             ensure: method(c"ensure")?.ok_or_else(missing)?,
             entry_of,
+            now: method(c"now")?,
         })
     }
 
@@ -314,6 +319,43 @@ impl JsSessions {
     }
 }
 
+impl JsSessions {
+    /// What OpenClaw says of `session_key` now; `None` from a store that
+    /// can't tell. A throw is an error (the call is then refused).
+    fn now(
+        &self,
+        env: &Env,
+        agent_id: &str,
+        session_key: &str,
+    ) -> std::result::Result<Option<SessionNow>, String> {
+        let Some(f) = &self.now else {
+            return Ok(None);
+        };
+        let e = |e: Error| e.to_string();
+        let v = Self::call(env, f, agent_id, session_key)?;
+        if !v.is_object().map_err(e)? {
+            return Err("the session store's now() returned no object".into());
+        }
+        let text = |name: &std::ffi::CStr| -> std::result::Result<Option<String>, String> {
+            match v.get(name).map_err(e)? {
+                Some(v) => v.host_str().map_err(e).map(|s| s.filter(|s| !s.is_empty())),
+                None => Ok(None),
+            }
+        };
+        let sandboxed = match v.get(c"sandboxed").map_err(e)? {
+            Some(b) if b.kind().map_err(e)? == Kind::Boolean => b.bool().map_err(e)?,
+            _ => return Err("OpenClaw gave no sandboxed flag for the session".into()),
+        };
+        Ok(Some(SessionNow {
+            sandboxed,
+            exec_host: text(c"execHost")?,
+            exec_node: text(c"execNode")?,
+            elevated: text(c"elevatedLevel")?,
+            permission_mode: text(c"permissionMode")?,
+        }))
+    }
+}
+
 /// What the pipeline asks of OpenClaw and Node within one callback on the
 /// JS thread: the session store (if the plugin has one) and Node's
 /// `url.fileURLToPath`, which OpenClaw's tools call.
@@ -331,6 +373,17 @@ impl Host for HostIn<'_> {
     ) -> std::result::Result<Option<SessionEntry>, String> {
         match self.sessions {
             Some(s) => s.entry(self.env, agent_id, session_key),
+            None => Ok(None),
+        }
+    }
+
+    fn session_now(
+        &self,
+        agent_id: &str,
+        session_key: &str,
+    ) -> std::result::Result<Option<SessionNow>, String> {
+        match self.sessions {
+            Some(s) => s.now(self.env, agent_id, session_key),
             None => Ok(None),
         }
     }

@@ -280,17 +280,12 @@ pub fn run(config_path: &Path, live: Option<&Live>) -> Vec<Finding> {
             _ => {}
         }
     }
-    for check in doctor::exposure_checks(&c, map_path, opts.protect_map, &probe) {
-        if check.status == Status::Warn {
-            out.push(finding(
-                "map_exposure",
-                Severity::Warn,
-                "an agent's own tools can read the token map",
-                check.message,
-                check.fix,
-            ));
-        }
-    }
+    let posture = doctor::posture_of(&c, &opts, probe.result.is_ok());
+    out.extend(
+        doctor::posture_findings(&posture)
+            .into_iter()
+            .filter_map(as_finding),
+    );
     out.extend(
         after_hook::config_findings(&c)
             .into_iter()

@@ -90,6 +90,11 @@ impl OpenClawConfig {
         }
     }
 
+    /// The whole config.
+    pub fn root(&self) -> &Map<String, Value> {
+        &self.root
+    }
+
     /// The value at a dotted path such as `["tools", "sessions", "visibility"]`.
     pub fn get(&self, path: &[&str]) -> Option<&Value> {
         let (last, parents) = path.split_last()?;

@@ -437,7 +437,8 @@ pub fn run(args: &DoctorArgs<'_>) -> Result<Report, String> {
 
     if let Some(c) = &config {
         let probe = sandbox_probe(c, &opts);
-        checks.extend(exposure_checks(c, &map_path, opts.protect_map, &probe));
+        let posture = posture_of(c, &opts, probe.result.is_ok());
+        checks.extend(posture_findings(&posture).into_iter().map(as_check));
         checks.extend(sandbox_checks(c, &opts.sandbox, &probe));
         checks.extend(after_hook::config_findings(c).into_iter().map(as_check));
     }
@@ -506,6 +507,94 @@ pub(crate) fn sandbox_probe(c: &OpenClawConfig, opts: &crate::options::Options) 
         &host,
     );
     sandbox::probe(&host, &opts.sandbox, &inputs, &sandbox::gateway_path())
+}
+
+/// The posture of `c`'s agents for a plugin with `opts`, judged by the one
+/// posture function the layer uses (`crate::posture::of_config`).
+pub(crate) fn posture_of(
+    c: &OpenClawConfig,
+    opts: &crate::options::Options,
+    own_sandbox_here: bool,
+) -> crate::posture::Posture {
+    let table = c.agent_fs();
+    let protected = crate::engine::Engine::locations(&opts.token_map_path, &c.files(&table));
+    crate::posture::of_config(
+        opts.posture,
+        c.root(),
+        &table,
+        &protected,
+        &crate::posture::ConfigTools::new(c.root()),
+        own_sandbox_here,
+    )
+}
+
+/// The posture as findings doctor and audit share: one per agent that is
+/// not contained (critical under `"enforce"`, which then serves no token; a
+/// warning under `"warn"`), or one line that every agent is.
+pub(crate) fn posture_findings(p: &crate::posture::Posture) -> Vec<Found> {
+    use crate::posture::{display, Containment, Mode};
+    let Some(agents) = &p.agents else {
+        return Vec::new();
+    };
+    let enforce = p.mode == Mode::Enforce;
+    let mut out: Vec<Found> = p
+        .exposed()
+        .map(|a| {
+            let exposures = a
+                .containment
+                .as_ref()
+                .err()
+                .into_iter()
+                .flatten()
+                .map(|e| format!("{} ({})", e.what, e.key))
+                .collect::<Vec<_>>()
+                .join("; ");
+            Found {
+                id: "posture_exposed",
+                severity: Some(if enforce { Severity::Critical } else { Severity::Warn }),
+                label: "posture",
+                title: if enforce {
+                    "an agent's own tools can reach the token map or OpenClaw's config, so no token is served"
+                } else {
+                    "an agent's own tools can reach the token map or OpenClaw's config (posture \"warn\": tokens are served anyway)"
+                },
+                detail: crate::redact::scrub(&format!(
+                    "agent {} is not contained: {exposures}{}",
+                    display(&a.agent_id),
+                    if enforce {
+                        "; posture is \"enforce\", so every owned call is refused until every agent is contained"
+                    } else {
+                        ""
+                    }
+                )),
+                fix: a.fix.as_ref().map(|f| crate::redact::scrub(f)),
+            }
+        })
+        .collect();
+    if out.is_empty() {
+        let how: Vec<String> = agents
+            .iter()
+            .map(|a| {
+                format!(
+                    "{} ({})",
+                    display(&a.agent_id),
+                    match a.containment {
+                        Ok(Containment::Sandbox) => "sandbox",
+                        _ => "host, confined to its workspace",
+                    }
+                )
+            })
+            .collect();
+        out.push(Found {
+            id: "posture_contained",
+            severity: None,
+            label: "posture",
+            title: "every agent is contained",
+            detail: crate::redact::scrub(&format!("every agent is contained: {}", how.join(", "))),
+            fix: None,
+        });
+    }
+    out
 }
 
 /// The config change that runs agent `id`'s commands in this plugin's sandbox.

@@ -235,6 +235,9 @@ fn explain(args: &ExplainArgs<'_>, opts: &Options, d: &Decision<'_>) -> Explaine
                 Missing::UnknownAgent => format!("{agent_q} has no token in the map"),
                 Missing::NoMap => "the map could not be loaded, so no agent has a token".into(),
                 Missing::Stale => "the map is stale (maxStaleSeconds)".into(),
+                Missing::Uncontained => {
+                    "an agent is not contained, and posture is \"enforce\"".into()
+                }
             },
         },
     };

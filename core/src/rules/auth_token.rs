@@ -21,6 +21,9 @@ pub enum Missing {
     UnknownAgent,
     /// The map has been unreadable for longer than `maxStaleSeconds`.
     Stale,
+    /// An agent is not contained and `posture` is `"enforce"`: no token is
+    /// served to anyone (`crate::posture`).
+    Uncontained,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +75,17 @@ pub fn decide<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decis
     let mut patch = Patch::default();
     let token = match evaluate(call, &opts.tool_prefixes, view.map, view.loaded, view.stale) {
         Outcome::NotOwned => return Decision::pass(),
+        // Whatever the map holds: an agent that can reach the map can
+        // reach every token, so none is served until all are contained.
+        _ if cx.posture.block.is_some() => {
+            return Decision {
+                token: TokenStatus::Missing(Missing::Uncontained),
+                ..Decision::block(
+                    crate::posture::RULE_ID,
+                    cx.posture.block.clone().unwrap_or_default(),
+                )
+            };
+        }
         Outcome::Inject(t) => {
             patch.token = Slot::Set(t);
             TokenStatus::Injected(t)
@@ -127,6 +141,7 @@ fn missing_reason(cx: &Context<'_, '_>, call: &ToolCall<'_>, why: Missing) -> St
         Missing::Stale => format!(
             "{RULE_ID}: the token map {path} has been unreadable for longer than maxStaleSeconds, so {tool} was not called; do not retry it. The operator can see why with: claw-identity doctor --map {path}"
         ),
+        Missing::Uncontained => cx.posture.block.clone().unwrap_or_default(),
     }
 }
 

@@ -802,10 +802,25 @@ pub fn spawn_runtime<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>) -> Option<De
         .and_then(Value::as_str)
         .map(paths::js_trim)
         == Some("acp");
-    if !acp
-        || cx.opts.protect_map != ProtectMap::Strict
-        || cx.fs.agents.get(call.agent_id).sandboxed
-    {
+    if !acp {
+        return None;
+    }
+    // An ACP harness runs on the host with shells of its own, outside every
+    // sandbox and every hook, and OpenClaw lets a workspaceOnly requester
+    // start one (`resolveSpawnSandboxError`, `subagent-spawn-ownership-*.mjs`):
+    // under an enforced posture no agent may.
+    let p = &cx.posture.posture;
+    if p.judged() && p.mode == crate::posture::Mode::Enforce {
+        return Some(Decision::block(
+            crate::posture::RULE_ID,
+            format!(
+                "{}: sessions_spawn with runtime \"acp\" refused for agent {}: an ACP harness runs on the gateway's host with its own shell, outside the sandbox and every hook, where it reaches the token map. Spawn a sub-agent without runtime \"acp\".",
+                crate::posture::RULE_ID,
+                shown(call.agent_id.unwrap_or("(unknown)"))
+            ),
+        ));
+    }
+    if cx.opts.protect_map != ProtectMap::Strict || cx.fs.agents.get(call.agent_id).sandboxed {
         return None;
     }
     Some(Decision::block(

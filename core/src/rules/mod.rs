@@ -72,6 +72,8 @@ pub struct Context<'c, 'a> {
     /// How many times the map in force changed: stale facts about the
     /// map's files are made again after a change.
     pub generation: u64,
+    /// Whether the agents are contained (`crate::posture`).
+    pub posture: &'c crate::posture::Judged,
 }
 
 /// A rule's decision for one call, given the route that sent it there (the

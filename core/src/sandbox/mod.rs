@@ -35,7 +35,7 @@ mod probe;
 mod tests;
 
 pub use host::{processes_with, LiveHost};
-pub use probe::{probe, Probe};
+pub use probe::{find_bwrap, probe, Probe};
 
 /// The backend's id, as `agents.*.sandbox.backend` selects it.
 pub const BACKEND_ID: &str = "claw-identity";
@@ -907,6 +907,11 @@ pub fn inputs(
 }
 
 /// The gateway's `PATH` (bwrap and `script` are looked up there).
+/// Whether bubblewrap is where the backend would look for it (no probe run).
+pub fn bwrap_here(opts: &SandboxOptions) -> bool {
+    find_bwrap(&LiveHost::new(), opts, &gateway_path()).is_ok()
+}
+
 pub fn gateway_path() -> String {
     crate::sys::env_var("PATH")
         .and_then(|p| p.into_string().ok())

@@ -166,6 +166,9 @@ impl Fixture {
             fs: &fs,
             host: &host,
             generation: 0,
+            posture: &crate::posture::Judged::new(crate::posture::Posture::unjudged(
+                crate::posture::Mode::Enforce,
+            )),
         };
         let params: &'static Params = Box::leak(Box::new(p));
         let derived: &'static [String] = Box::leak(derived.to_vec().into_boxed_slice());
