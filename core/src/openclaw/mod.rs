@@ -7,6 +7,7 @@
 //! Where OpenClaw offers a resolver to plugins, the plugin calls it instead
 //! (lib/plugin.js); what is here is what it does not offer.
 
+pub mod code_mode;
 pub mod roster;
 pub mod tool_policy;
 pub mod tools;
