@@ -574,7 +574,7 @@ pub static CATALOG: &[Tool] = &[
         &[M],
         true,
         None,
-        reach!(ReadsOutsideWorkspaceOnly: "attachments from the media local roots, not from `ctx.fsPolicy`: OpenClaw's tmp dir, `<config>/media`, `<state>/media`, `<state>/canvas`, `<state>/workspace` and the agent's workspace (`getAgentScopedMediaLocalRoots`, `local-roots-*.mjs`)"),
+        reach!(ReadsOutsideWorkspaceOnly: "attachments from the media local roots, not `ctx.fsPolicy`: OpenClaw's tmp dir (`/tmp/openclaw`, also the default log dir), `<config>/media`, `<state>/media`, `<state>/delivery-queue-media`, `<state>/canvas`, `<state>/workspace` (unsandboxed) and the agent's workspace; with `workspaceOnly` off and `read` allowed, the parent directory of any requested path too (`getAgentScopedMediaLocalRootsForSources`, `local-roots-*.mjs`; `resolveAgentScopedOutboundMediaAccess`, `read-capability-*.mjs`)"),
     ),
     // group:automation
     core(
@@ -591,7 +591,7 @@ pub static CATALOG: &[Tool] = &[
         &[C],
         true,
         None,
-        reach!(HostProcess: "jobs whose `schedule.kind: \"stream\"` argv, `script` or trigger the gateway spawns with its own environment, never sandboxed (`spawnSource`, `server-cron-*.mjs`); `assertNoCronShellExecution` (`cron-tool-*.mjs`) refuses only `payload.kind: \"command\"` and `schedule.kind: \"on-exit\"`"),
+        reach!(HostProcess: "an agent may create `schedule.kind: \"stream\"` jobs: the gateway spawns their `command` argv with its own environment, never sandboxed (`spawnSource`, `server-cron-*.mjs`; neither `assertNoCronShellExecution`, `cron-tool-*.mjs`, nor `cron.add`, `cron-*.mjs`, refuses them); `payload.kind: \"script\"` and trigger scripts run in the Code Mode executor, `node:vm` in the gateway by default (`createCronScriptRuntime`, `server-cron-*.mjs`); `cron.triggers.enabled: false` refuses all three (`assertStreamScheduleSupport`, `jobs-*.mjs`); `command` payloads and `on-exit` schedules are refused to the agent tool"),
     ),
     core(
         "gateway",
@@ -747,7 +747,7 @@ pub static CATALOG: &[Tool] = &[
         "wait",
         &[],
         None,
-        reach!(NoHostAccess: "resumes a suspended Code Mode cell (`code-mode-control-tools-*.mjs`)"),
+        reach!(NoHostAccess: "resumes a suspended Code Mode cell (`code-mode-control-tools-*.mjs`); Code Mode's own `exec`, which shares the shell's id, is outside the policy: see `super::code_mode`"),
     ),
     // Bundled plugins' tools (their manifest's `contracts.tools`).
     extra(
