@@ -173,6 +173,71 @@ impl<'a> Roster<'a> {
     }
 }
 
+/// `tryResolveDefaultAgentId` (`agent-scope-config-*.mjs`): the one entry
+/// marked `default: true` (a legacy marker, ignored under
+/// `agents.ownership: "explicit"`), else the sole agent (`main` without a
+/// roster). `None` for several agents without a marker, where OpenClaw's
+/// `resolveDefaultAgentId` throws `AgentSelectionRequiredError`.
+pub fn default_agent_id(config: &Map<String, Value>) -> Option<String> {
+    let roster = roster(config);
+    let explicit = config
+        .get("agents")
+        .and_then(|a| a.get("ownership"))
+        .and_then(Value::as_str)
+        == Some("explicit");
+    if !explicit {
+        let marked: Vec<&AgentEntry> = roster
+            .entries
+            .iter()
+            .filter(|e| e.get("default") == Some(&Value::Bool(true)))
+            .collect();
+        if let [only] = marked.as_slice() {
+            return Some(only.id.clone());
+        }
+    }
+    sole_agent_id(&roster)
+}
+
+/// `tryResolveSoleAgentId`: `main` without a roster, the only entry of a
+/// one-entry roster, else `None`.
+fn sole_agent_id(roster: &Roster) -> Option<String> {
+    match (roster.kind, roster.entries.as_slice()) {
+        (None, _) => Some(IMPLICIT_AGENT_ID.to_owned()),
+        (Some(_), [only]) => Some(only.id.clone()),
+        _ => None,
+    }
+}
+
+/// `tryResolveAmbientOwnerAgentId(cfg)` with no requested id: the agent that
+/// owns ambient work (unbound channel routing, unscoped session keys such as
+/// an unassigned Workboard card's `subagent:workboard-…`, first-run
+/// onboarding): `agents.defaults.systemAgent.agentId` as written (listed or
+/// not), else under explicit ownership nobody but a sole agent, else
+/// [`default_agent_id`]. OpenClaw also consults a legacy owner it retains
+/// in its state database (`getRetainedLegacyDefaultAgentId`); config alone
+/// can't tell it.
+pub fn ambient_owner_id(config: &Map<String, Value>) -> Option<String> {
+    let agents = config.get("agents");
+    let system = agents
+        .and_then(|a| a.get("defaults"))
+        .and_then(|d| d.get("systemAgent"))
+        .and_then(|s| s.get("agentId"))
+        .and_then(Value::as_str)
+        .map(crate::rules::agent_ids::js_trim)
+        .filter(|s| !s.is_empty());
+    if let Some(system) = system {
+        return Some(agent_id(system));
+    }
+    let explicit = agents
+        .and_then(|a| a.get("ownership"))
+        .and_then(Value::as_str)
+        == Some("explicit");
+    if explicit {
+        return sole_agent_id(&roster(config));
+    }
+    default_agent_id(config)
+}
+
 /// The per-agent `tools` section `resolveEffectiveToolPolicy`
 /// (`agent-tools.policy-*.mjs`) applies to an agent, and where it is:
 /// `agentConfig?.tools ?? (no roster ? agents.defaults.tools : undefined)`.
@@ -275,6 +340,42 @@ mod tests {
             assert!(r.ids().is_empty(), "{agents}");
             assert!(!r.knows("main"), "{agents}");
         }
+    }
+
+    #[test]
+    fn the_default_agent_is_the_marked_one_else_the_sole_one() {
+        assert_eq!(default_agent_id(&cfg(json!({}))).as_deref(), Some("main"));
+        let two = cfg(json!({"agents": {"entries": {"a": {}, "b": {"default": true}}}}));
+        assert_eq!(default_agent_id(&two).as_deref(), Some("b"));
+        let unmarked =
+            cfg(json!({"agents": {"ownership": "explicit", "entries": {"a": {}, "b": {}}}}));
+        assert_eq!(default_agent_id(&unmarked), None);
+        let sole = cfg(json!({"agents": {"entries": {"Solo": {}}}}));
+        assert_eq!(default_agent_id(&sole).as_deref(), Some("solo"));
+        // Explicit ownership ignores the legacy marker.
+        let explicit = cfg(
+            json!({"agents": {"ownership": "explicit", "entries": {"a": {}, "b": {"default": true}}}}),
+        );
+        assert_eq!(default_agent_id(&explicit), None);
+        let list = cfg(json!({"agents": {"list": [{"id": "x"}]}}));
+        assert_eq!(default_agent_id(&list).as_deref(), Some("x"));
+        let list2 = cfg(json!({"agents": {"list": [{"id": "x"}, {"id": "y"}]}}));
+        assert_eq!(default_agent_id(&list2), None);
+    }
+
+    #[test]
+    fn the_ambient_owner_is_the_system_agent_first() {
+        let c = cfg(json!({"agents": {
+            "ownership": "explicit",
+            "defaults": {"systemAgent": {"agentId": " Home "}},
+            "entries": {"home": {}, "work": {}}
+        }}));
+        assert_eq!(ambient_owner_id(&c).as_deref(), Some("home"));
+        let none =
+            cfg(json!({"agents": {"ownership": "explicit", "entries": {"home": {}, "work": {}}}}));
+        assert_eq!(ambient_owner_id(&none), None);
+        let marked = cfg(json!({"agents": {"entries": {"home": {}, "work": {"default": true}}}}));
+        assert_eq!(ambient_owner_id(&marked).as_deref(), Some("work"));
     }
 
     #[test]
