@@ -95,6 +95,8 @@ const cases = [
   [{ agents: { defaults: { tools: { deny: ['exec'] } } } }, 'main'],
   [{ agents: { list: [{ id: 'x' }, { id: 'a', tools: { profile: 'minimal' } }] } }, 'a'],
   [{ tools: { byProvider: { openai: { deny: ['exec'] } }, sandbox: { tools: { deny: ['read'] } }, subagents: { tools: { deny: ['write'] } } } }, 'main'],
+  // A plugin whose id is a core tool's: its tools replace the entry.
+  [{ tools: { deny: ['exec', 'bash', 'process'] }, plugins: { entries: { exec: { enabled: true } } } }, 'main', [{ name: 'deploy_run', plugin: 'exec' }]],
   [{ tools: { profile: 5, deny: 'exec' } }, 'main'],
 ];
 
@@ -102,15 +104,16 @@ const cases = [
 // that isn't a string: `params.profile?.trim` in the pipeline): then every
 // run of the agent fails, which the mirror, reading the value as absent,
 // counts as more offered, never less. Such a case is reported, not compared.
-const expected = cases.map(([config, agentId]) => {
+const toolsOf = (extra) => [...tools, ...(extra ?? [])];
+const expected = cases.map(([config, agentId, extra]) => {
   try {
-    return openclawOffers(config, agentId);
+    return openclawOffers(config, agentId, toolsOf(extra));
   } catch (error) {
     return { throws: String(error) };
   }
 });
 
-function openclawOffers(config, agentId) {
+function openclawOffers(config, agentId, tools) {
   const effective = resolveEffectiveToolPolicy({ config, agentId });
   const manifestNames = effective.profile ? [...manifestProfiles].filter(([, profiles]) => profiles.includes(effective.profile)).map(([tool]) => tool) : [];
   const profilePolicy = mergeAlsoAllowPolicy(mergeAlsoAllowPolicy(resolveToolProfilePolicy(effective.profile), manifestNames), effective.profileAlsoAllow);
@@ -130,7 +133,7 @@ function openclawOffers(config, agentId) {
   return survivors.map((t) => t.name).sort();
 }
 
-const input = JSON.stringify({ cases: cases.map(([config, agent]) => ({ config, agent })), tools });
+const input = JSON.stringify({ cases: cases.map(([config, agent, extra]) => ({ config, agent, tools: toolsOf(extra) })) });
 const actual = JSON.parse(
   execFileSync('cargo', ['run', '--quiet', '-p', 'claw-identity-core', '--example', 'tool_availability'], { cwd: root, input, encoding: 'utf8' }),
 ).map((names) => names.sort());

@@ -145,7 +145,26 @@ impl ToolPolicy {
     /// wins; an allow list with no entry left after normalizing allows
     /// everything; allowing `write` allows `apply_patch`.
     pub fn verdict(&self, tool: &ToolRef) -> Verdict {
-        if let Some(entry) = self.deny.iter().find(|e| entry_matches(e, tool)) {
+        self.verdict_among(tool, &[])
+    }
+
+    /// [`Self::verdict`] where `plugins` are the ids of other plugins that
+    /// may register tools. OpenClaw replaces an entry equal to such an id by
+    /// that plugin's tools (`expandPluginGroups`), so the entry no longer
+    /// names a core tool of the same name: `deny: ["exec"]` with a plugin
+    /// `exec` installed leaves the shell's `exec` offered (checked with
+    /// `applyToolPolicyPipeline`). Such a deny entry is read as not naming
+    /// the tool; such an allow entry still does (it may not register any).
+    pub fn verdict_among(&self, tool: &ToolRef, plugins: &[String]) -> Verdict {
+        let shadowed = |e: &String| {
+            plugins.contains(&tools::normalize_tool_name(e))
+                && tool.plugin.as_deref() != Some(&tools::normalize_tool_name(e))
+        };
+        if let Some(entry) = self
+            .deny
+            .iter()
+            .find(|e| !shadowed(e) && entry_matches(e, tool))
+        {
             return Verdict::Denied(entry.clone());
         }
         let Some(allow) = &self.allow else {
@@ -286,6 +305,29 @@ const TOOL_SEARCH_CONTROLS: &[&str] = &[
 /// (`runtimeProfileAlsoAllow`, `agent-tools-*.mjs`).
 const PROFILE_WIDENED: &[&str] = &["message", "heartbeat_respond"];
 
+/// The plugin ids a config names (`plugins.entries` keys, `plugins.allow`),
+/// trimmed and lowercased as OpenClaw keys plugin tools
+/// (`buildPluginToolGroups`). A plugin loaded from `plugins.load.paths`
+/// without an entry is not among them: config doesn't say its id.
+fn configured_plugin_ids(config: &Map<String, Value>) -> Vec<String> {
+    let plugins = config.get("plugins");
+    let entries = plugins
+        .and_then(|p| p.get("entries"))
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|e| e.keys().map(String::as_str));
+    let allow = plugins
+        .and_then(|p| p.get("allow"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flat_map(|a| a.iter().filter_map(Value::as_str));
+    entries
+        .chain(allow)
+        .map(|id| crate::rules::agent_ids::js_trim(id).to_lowercase())
+        .filter(|id| !id.is_empty())
+        .collect()
+}
+
 /// Can any session of `agent_id` be offered `tool` (an id or alias; its
 /// plugin, if any, from the catalog)?
 pub fn availability(config: &Map<String, Value>, agent_id: &str, tool: &str) -> Availability {
@@ -303,6 +345,7 @@ pub fn availability_of(
     let agent_tools = agent.as_ref().and_then(|(_, t)| t.as_object());
     let global_tools = config.get("tools").and_then(Value::as_object);
     let search_control = TOOL_SEARCH_CONTROLS.contains(&tool.name.as_str());
+    let plugins = configured_plugin_ids(config);
     let mut denials = Vec::new();
 
     // 1. The profile: `agentTools?.profile ?? tools.profile` (a JSON
@@ -367,7 +410,7 @@ pub fn availability_of(
         if search_control {
             policy.allow = None;
         }
-        match policy.verdict(tool) {
+        match policy.verdict_among(tool, &plugins) {
             Verdict::Allowed => {}
             Verdict::Denied(entry) => denials.push(Denial {
                 path: format!("{path}.deny"),
@@ -707,6 +750,22 @@ mod tests {
         assert!(availability_of(&coding, "main", &other).is_offered());
         let deny = cfg(json!({"tools": {"deny": ["Deployer"]}}));
         assert!(!availability_of(&deny, "main", &other).is_offered());
+    }
+
+    #[test]
+    fn a_plugin_named_like_the_tool_turns_the_deny_entry_into_its_own() {
+        let c = cfg(json!({
+            "tools": {"deny": ["exec", "process"]},
+            "plugins": {"entries": {"Exec": {"enabled": true}}}
+        }));
+        assert!(offered(&c, "main", "exec"));
+        assert!(offered(&c, "main", "bash"));
+        assert!(!offered(&c, "main", "process"));
+        // The plugin's own tools are what the entry denies.
+        let own = ToolRef::plugin_tool("deploy_run", "exec");
+        assert!(!availability_of(&c, "main", &own).is_offered());
+        let allowed = cfg(json!({"tools": {"deny": ["exec"]}, "plugins": {"allow": ["exec"]}}));
+        assert!(offered(&allowed, "main", "exec"));
     }
 
     #[test]
