@@ -8,3 +8,7 @@
 //! (lib/plugin.js); what is here is what it does not offer.
 
 pub mod agent;
+pub mod code_mode;
+pub mod roster;
+pub mod tool_policy;
+pub mod tools;
