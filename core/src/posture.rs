@@ -35,6 +35,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::openclaw::agent::{self, AgentSettings};
+use crate::openclaw::tools;
 use crate::paths;
 use crate::redact::shown;
 use crate::rules::map_access::{AgentFsTable, Guard, Location};
@@ -81,6 +82,8 @@ pub struct Exposure {
     pub what: String,
     /// The config key that makes it so, or that closes it.
     pub key: String,
+    /// For a tool: the tool-policy entry that takes it away.
+    pub deny: Option<String>,
 }
 
 /// The posture of one agent.
@@ -111,7 +114,7 @@ pub struct Posture {
 /// How an agent id is shown: [`UNLISTED`] by what it stands for.
 pub fn display(agent_id: &str) -> String {
     if agent_id == UNLISTED {
-        "agents the roster doesn't list".to_owned()
+        "the agents the roster doesn't list".to_owned()
     } else {
         shown(agent_id)
     }
@@ -166,16 +169,12 @@ impl Posture {
                 let Err(exposures) = &a.containment else {
                     unreachable!("exposed() yields exposed agents")
                 };
-                let what: Vec<String> = exposures
-                    .iter()
-                    .map(|e| format!("{} ({})", e.what, e.key))
-                    .collect();
-                format!(
+                crate::redact::scrub(&format!(
                     "{}: {}; contain it with: {}",
                     display(&a.agent_id),
-                    what.join("; "),
+                    summarize(exposures),
                     a.fix.as_deref().unwrap_or("see claw-identity doctor")
-                )
+                ))
             })
             .collect()
     }
@@ -196,9 +195,9 @@ impl Posture {
         if more > 0 {
             named.push_str(&format!(" | and {more} more"));
         }
-        Some(format!(
+        Some(crate::redact::scrub(&format!(
             "{RULE_ID}: claw-identity serves no token while an agent's own tools can reach the token map or OpenClaw's config, since any agent that reaches the map reaches every agent's token. Do not retry; tell the operator. Not contained: {named}. The operator runs claw-identity doctor for every finding, or sets posture \"warn\" to serve tokens anyway."
-        ))
+        )))
     }
 }
 
@@ -335,6 +334,29 @@ pub fn drift<'a>(
     None
 }
 
+/// Exposures in one phrase: each setting with its key, and the tools that
+/// leave the confinement named together.
+pub fn summarize(exposures: &[Exposure]) -> String {
+    let mut parts: Vec<String> = exposures
+        .iter()
+        .filter(|e| e.deny.is_none())
+        .map(|e| format!("{} ({})", e.what, e.key))
+        .collect();
+    let tools: Vec<&str> = exposures
+        .iter()
+        .filter(|e| e.deny.is_some())
+        .filter_map(|e| e.what.split(' ').next())
+        .collect();
+    if let Some(first) = exposures.iter().find(|e| e.deny.is_some()) {
+        parts.push(format!(
+            "it may be offered tools that reach the host outside its confinement: {} ({})",
+            tools.join(", "),
+            first.key
+        ));
+    }
+    parts.join("; ")
+}
+
 /// Whether OpenClaw's tool policy can offer a tool to an agent
 /// (`crate::openclaw::tool_policy`).
 pub trait ToolOffer {
@@ -356,9 +378,25 @@ impl<'a> ConfigTools<'a> {
 }
 
 impl ToolOffer for ConfigTools<'_> {
-    fn denied(&self, _agent: &str, _tool: &str, _sandboxed: bool) -> Option<String> {
-        let _ = self.root;
-        None // TEMPORARY until the tool-policy mirror lands: everything may be offered
+    fn denied(&self, agent: &str, tool: &str, sandboxed: bool) -> Option<String> {
+        use crate::openclaw::{sandbox_tools, tool_policy};
+        let id = if agent == UNLISTED {
+            unlisted_id(self.root)
+        } else {
+            agent.to_owned()
+        };
+        if let tool_policy::Availability::Denied(d) =
+            tool_policy::availability(self.root, &id, tool)
+        {
+            return d.first().map(ToString::to_string);
+        }
+        if sandboxed {
+            let p = sandbox_tools::policy(self.root, &id);
+            if !p.allows(&tool_policy::ToolRef::new(tool)) {
+                return Some(format!("{} leaves it out", p.key()));
+            }
+        }
+        None
     }
 }
 
@@ -390,94 +428,181 @@ pub struct Inputs<'a> {
     pub own_sandbox_here: bool,
 }
 
-/// A tool that leaves a workspace-confined host session, and what it does.
-struct HostTool {
-    tool: &'static str,
-    does: &'static str,
-    /// It runs on the host even from a sandboxed session.
-    escapes_sandbox: bool,
+/// What a catalog tool does that leaves a contained agent's confinement,
+/// if anything (`crate::openclaw::tools`, each reach with its source):
+/// `sandboxed` for a tool offered in a sandboxed session, where `exec` and
+/// `process` run inside. `None`: it stays confined.
+fn leaves(t: &tools::Tool, sandboxed: bool) -> Option<&'static str> {
+    use tools::ReachKind::*;
+    match t.id {
+        // Run inside the sandbox when the session has one; on the host they
+        // are a shell.
+        "exec" | "process" if sandboxed => return None,
+        // Its only way out is an ACP harness, which the layer itself
+        // refuses under "enforce" (`map_access::spawn_runtime`).
+        "sessions_spawn" => return None,
+        // Judged on `cron.triggers.enabled` (`automations_exposure`).
+        "automations" => return None,
+        // Gated on their roots below (`reads_confined`).
+        "message" | "memory_get" | "memory_search" => return None,
+        // Proxies to a local port, or a fixed, hardened program on the
+        // workspace: neither opens a host file of the agent's choosing.
+        _ => {}
+    }
+    t.reach.iter().find_map(|r| match r.kind {
+        HostProcess => Some("runs programs or code on the gateway's host, or in the gateway"),
+        PairedNode => Some("acts on paired nodes, one of which may be this host"),
+        ReadsOutsideWorkspaceOnly => Some("reads host files outside its workspace"),
+        FixedHostProcess | HostNetwork | WorkspaceConfined | NoHostAccess => None,
+    })
 }
 
-/// Tools that start a host process, run code in the gateway, or read files
-/// outside `workspaceOnly`'s cover (containment.md's table, checked against
-/// `tool-catalog-*.mjs` and each tool's factory).
-const HOST_TOOLS: &[HostTool] = &[
-    HostTool {
-        tool: "exec",
-        does: "runs shell commands on the gateway's host",
-        escapes_sandbox: false,
-    },
-    HostTool {
-        tool: "process",
-        does: "drives exec's background processes on the host",
-        escapes_sandbox: false,
-    },
-    HostTool {
-        tool: "terminal",
-        does: "types into host terminals the operator opened",
-        escapes_sandbox: true,
-    },
-    HostTool {
-        tool: "portal",
-        does: "exposes local apps of the host",
-        escapes_sandbox: true,
-    },
-    HostTool {
-        tool: "browser",
-        does: "runs Chromium on the host, which opens local files",
-        escapes_sandbox: true,
-    },
-    HostTool {
-        tool: "nodes",
-        does: "runs commands on paired nodes, which may be this host",
-        escapes_sandbox: true,
-    },
-    HostTool {
-        tool: "computer",
-        does: "drives a paired node's desktop",
-        escapes_sandbox: true,
-    },
-    HostTool {
-        tool: "mobile_ui",
-        does: "drives a paired device",
-        escapes_sandbox: true,
-    },
-    HostTool {
-        tool: "file_fetch",
-        does: "reads files on paired nodes, which may be this host",
-        escapes_sandbox: true,
-    },
-    HostTool {
-        tool: "dir_list",
-        does: "lists directories on paired nodes, which may be this host",
-        escapes_sandbox: true,
-    },
-    HostTool {
-        tool: "dir_fetch",
-        does: "reads directories on paired nodes, which may be this host",
-        escapes_sandbox: true,
-    },
-    HostTool {
-        tool: "file_write",
-        does: "writes files on paired nodes, which may be this host",
-        escapes_sandbox: true,
-    },
-    HostTool {
-        tool: "plugins",
-        does: "installs and enables plugins, whose code runs in the gateway",
-        escapes_sandbox: true,
-    },
-    HostTool {
-        tool: "gateway",
-        does: "updates and restarts OpenClaw",
-        escapes_sandbox: true,
-    },
-    HostTool {
-        tool: "openclaw",
-        does: "has OpenClaw's system agent change its config",
-        escapes_sandbox: true,
-    },
-];
+/// The deny entry that takes `t` away: its plugin's id for a plugin tool
+/// (one entry for all of that plugin's tools), else its own name.
+fn deny_entry(t: &tools::Tool) -> String {
+    match t.plugin {
+        Some(p) if !t.core => p.to_owned(),
+        _ => t.id.to_owned(),
+    }
+}
+
+/// `message` and the memory tools read host files outside `workspaceOnly`'s
+/// cover, but only under fixed roots: `message` the media roots
+/// (`getAgentScopedMediaLocalRootsForSources`, `local-roots-*.mjs`), the
+/// memory tools `.md` files under `memory.search.extraPaths`
+/// (`readMemoryFile`, `read-file-*.mjs`). They leave the confinement only
+/// where a root holds a secret location.
+fn roots_expose(inp: &Inputs<'_>, a: &RosterAgent, tool: &str) -> Option<String> {
+    let state = paths::state_dir();
+    let config = paths::config_dir();
+    let roots: Vec<PathBuf> = match tool {
+        "message" => {
+            let mut r = vec![
+                paths::resolve_user_path("/tmp/openclaw"),
+                config.join("media"),
+                state.join("media"),
+                state.join("delivery-queue-media"),
+                state.join("canvas"),
+                state.join("workspace"),
+            ];
+            r.extend(a.workspaces.iter().cloned());
+            r
+        }
+        _ => {
+            let own = a
+                .entry
+                .as_ref()
+                .and_then(|e| e.get("memory"))
+                .and_then(|m| m.get("search"))
+                .and_then(|s| s.get("extraPaths"));
+            let defaults = inp
+                .root
+                .get("agents")
+                .and_then(|x| x.get("defaults"))
+                .and_then(|d| d.get("memorySearch"))
+                .and_then(|m| m.get("extraPaths"));
+            own.or(defaults)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(paths::resolve_user_path)
+                .collect()
+        }
+    };
+    roots.iter().find_map(|r| {
+        inp.protected
+            .iter()
+            .filter(|l| l.secret)
+            .find(|l| paths::key(&l.path).starts_with(&*paths::key(r)))
+            .map(|l| {
+                format!(
+                    "{} ({}) under {}",
+                    l.what,
+                    paths::shown(&l.path),
+                    paths::shown(r)
+                )
+            })
+    })
+}
+
+/// Every tool of the catalog offered to `a` (in a sandboxed session when
+/// `sandboxed`) that leaves its confinement, as exposures keyed to the
+/// config that denies it.
+fn tool_exposures(inp: &Inputs<'_>, a: &RosterAgent, sandboxed: bool, key: &str) -> Vec<Exposure> {
+    let mut out = Vec::new();
+    for t in tools::CATALOG {
+        let does = match leaves(t, sandboxed) {
+            Some(d) => d.to_owned(),
+            None => match t.id {
+                "message" | "memory_get" | "memory_search" => match roots_expose(inp, a, t.id) {
+                    Some(hit) => format!("reads {hit}"),
+                    None => continue,
+                },
+                _ => continue,
+            },
+        };
+        if t.id == "tool_search_code" && !crate::openclaw::code_mode::tool_search_code(inp.root) {
+            continue; // offered only where Tool Search runs in code mode
+        }
+        // A plugin's tools exist only while the plugin is enabled.
+        if let Some(p) = t.plugin.filter(|p| *p != tools::BUNDLE_MCP) {
+            if !crate::openclaw::plugins::bundled_enabled(inp.root, p) {
+                continue;
+            }
+        }
+        if inp.tools.denied(&a.id, t.id, sandboxed).is_some() {
+            continue;
+        }
+        out.push(Exposure {
+            what: format!("{} {does}", t.id),
+            key: key.to_owned(),
+            deny: Some(deny_entry(t)),
+        });
+    }
+    out
+}
+
+/// Code Mode runs the model's own JavaScript in `node:vm` inside the
+/// gateway (OpenClaw: "not a security boundary"), added after the tool
+/// policy, so no deny list removes it (`crate::openclaw::code_mode`).
+fn code_mode_exposure(inp: &Inputs<'_>, a: &RosterAgent) -> Option<Exposure> {
+    let id = tool_policy_id(inp, a);
+    let cm = crate::openclaw::code_mode::code_mode(inp.root, &id);
+    if !cm.runs_in_gateway() {
+        return None;
+    }
+    let key = cm
+        .activations
+        .iter()
+        .find(|(act, _)| *act != crate::openclaw::code_mode::Activation::Off)
+        .map(|(_, k)| k.clone())
+        .unwrap_or_else(|| "tools.codeMode".into());
+    Some(exposure(
+        "Code Mode may run the model's own JavaScript inside the gateway (node:vm, which OpenClaw says is not a security boundary)",
+        key,
+    ))
+}
+
+/// The id the tool policy mirror is asked about for `a`: for the agents
+/// the roster doesn't list, an id it doesn't list either.
+fn tool_policy_id(inp: &Inputs<'_>, a: &RosterAgent) -> String {
+    if a.id != UNLISTED {
+        return a.id.clone();
+    }
+    unlisted_id(inp.root)
+}
+
+/// An agent id `root`'s roster doesn't list: OpenClaw resolves such an id
+/// to the defaults and the global settings only.
+fn unlisted_id(root: &Map<String, Value>) -> String {
+    let roster = crate::openclaw::roster::roster(root);
+    let mut id = "claw-identity-unlisted".to_owned();
+    while roster.knows(&id) {
+        id.push('x');
+    }
+    id
+}
 
 /// `automations` can start a host command with the gateway's environment
 /// (a `stream` schedule's source, `spawnSource` in `server-cron-*.mjs`),
@@ -605,11 +730,11 @@ fn judge_agent(inp: &Inputs<'_>, a: &RosterAgent) -> AgentPosture {
     }
     // Report the way the operator chose: a sandbox when every session is
     // meant to be in one.
-    let sandbox_chosen = s.sandbox.mode.value == "all";
+    let sandbox_chosen = s.sandbox.mode.value != "off";
     let fix = if sandbox_chosen || inp.own_sandbox_here {
-        sandbox_fix(a, &s, &sandbox, inp.own_sandbox_here)
+        sandbox_fix(inp, a, &s, &sandbox, inp.own_sandbox_here)
     } else {
-        host_fix(a, &host)
+        host_fix(inp, a, &host)
     };
     AgentPosture {
         agent_id: a.id.clone(),
@@ -630,6 +755,7 @@ fn exposure(what: impl Into<String>, key: impl Into<String>) -> Exposure {
     Exposure {
         what: what.into(),
         key: key.into(),
+        deny: None,
     }
 }
 
@@ -656,7 +782,12 @@ fn sandbox_exposures(inp: &Inputs<'_>, a: &RosterAgent, s: &AgentSettings) -> Ve
         OWN_BACKEND => {}
         "docker" | "podman" => {
             for b in sb.binds.iter().chain(&sb.browser_binds) {
-                if let Some(hit) = exposes(inp, &bind_source(&b.value)) {
+                let how = if b.value.split(':').skip(2).any(|o| o.split(',').any(|o| o == "ro")) {
+                    Mounted::ReadOnly
+                } else {
+                    Mounted::Writable
+                };
+                if let Some(hit) = exposes(inp, &bind_source(&b.value), how) {
                     out.push(exposure(
                         format!(
                             "its sandbox mounts {} (bind \"{}\"), which holds {hit}",
@@ -675,7 +806,12 @@ fn sandbox_exposures(inp: &Inputs<'_>, a: &RosterAgent, s: &AgentSettings) -> Ve
             }
             if sb.workspace_access.value != "none" {
                 for w in &a.workspaces {
-                    if let Some(hit) = exposes(inp, w) {
+                    let how = if sb.workspace_access.value == "rw" {
+                        Mounted::Writable
+                    } else {
+                        Mounted::ReadOnly
+                    };
+                    if let Some(hit) = exposes(inp, w, how) {
                         out.push(exposure(
                             format!(
                                 "its sandbox mounts its workspace {}, which holds {hit}",
@@ -717,15 +853,9 @@ fn sandbox_exposures(inp: &Inputs<'_>, a: &RosterAgent, s: &AgentSettings) -> Ve
             sb.browser_host_control.key.clone(),
         ));
     }
-    for t in HOST_TOOLS.iter().filter(|t| t.escapes_sandbox) {
-        if inp.tools.denied(&a.id, t.tool, true).is_none() {
-            out.push(exposure(
-                format!("{} {} (even from the sandbox)", t.tool, t.does),
-                "tools.sandbox.tools.allow",
-            ));
-        }
-    }
+    out.extend(tool_exposures(inp, a, true, "tools.sandbox.tools.allow"));
     out.extend(automations_exposure(inp, &a.id, true));
+    out.extend(code_mode_exposure(inp, a));
     out
 }
 
@@ -742,14 +872,11 @@ fn host_exposures(inp: &Inputs<'_>, a: &RosterAgent, s: &AgentSettings) -> Vec<E
         Some(k) => format!("{k}.tools.deny"),
         None => "tools.deny".to_owned(),
     };
-    for t in HOST_TOOLS {
-        if inp.tools.denied(&a.id, t.tool, false).is_none() {
-            out.push(exposure(format!("{} {}", t.tool, t.does), deny_key.clone()));
-        }
-    }
+    out.extend(tool_exposures(inp, a, false, &deny_key));
     out.extend(automations_exposure(inp, &a.id, false));
+    out.extend(code_mode_exposure(inp, a));
     for w in &a.workspaces {
-        if let Some(hit) = exposes(inp, w) {
+        if let Some(hit) = exposes(inp, w, Mounted::HostWorkspace) {
             out.push(exposure(
                 format!("its workspace {} holds {hit}", paths::shown(w)),
                 match &a.key {
@@ -798,15 +925,36 @@ fn overlaps(a: &Path, b: &Path) -> bool {
     a.starts_with(&*b) || b.starts_with(&*a)
 }
 
-/// What `dir`, mounted into a sandbox or searched by a confined tool,
-/// would show of the secrets: a protected location at or below it, or
-/// OpenClaw's config or state directory at, below or above it.
-fn exposes(inp: &Inputs<'_>, dir: &Path) -> Option<String> {
+/// How a directory is reached, for [`exposes`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mounted {
+    /// Read only (a `:ro` bind, a `"ro"` workspace).
+    ReadOnly,
+    /// A sandbox writes it (a bind without `:ro`, an `"rw"` workspace).
+    Writable,
+    /// A host agent's own workspace: its confined tools read and write it,
+    /// and no sandboxed command writes it (`host_exposures` checks that).
+    HostWorkspace,
+}
+
+/// What `dir`, reached as `how`, would show of the secrets: a secret
+/// location at or below it, the map's directory at, below or above it,
+/// OpenClaw's config or state directory at, below or above it; and, for a
+/// sandbox that writes it, code the gateway runs below it. A workspace's
+/// own plugin folder doesn't count: OpenClaw loads no workspace plugin the
+/// config doesn't enable (`workspace-disabled-by-default`,
+/// `config-normalization-shared-*.mjs`), and on the host the path guard
+/// keeps the file tools out of it.
+fn exposes(inp: &Inputs<'_>, dir: &Path, how: Mounted) -> Option<String> {
     let dir_key = paths::key(dir);
+    let workspace_plugins = dir.join(".openclaw").join("extensions");
     for loc in inp.protected {
         let p = paths::key(&loc.path);
-        // Secrets under it are shown; code under it is what the gateway runs.
-        if p.starts_with(&*dir_key) && (loc.secret || loc.guard == Guard::Layer) {
+        let code = how == Mounted::Writable
+            && loc.guard == Guard::Layer
+            && !loc.secret
+            && loc.path != workspace_plugins;
+        if p.starts_with(&*dir_key) && (loc.secret || code) {
             return Some(format!("{} ({})", loc.what, paths::shown(&loc.path)));
         }
         // A mount inside the map's directory shows part of it.
@@ -815,7 +963,16 @@ fn exposes(inp: &Inputs<'_>, dir: &Path) -> Option<String> {
         }
     }
     for d in &inp.openclaw_dirs {
-        if overlaps(dir, d) {
+        // OpenClaw's own workspace folders inside its state (`<state>/workspace`,
+        // `<state>/workspace-<id>`, their default place) hold none of it for
+        // a host agent; anything else there, or a mount, shows every agent's
+        // sessions and auth profiles.
+        let default_place = paths::key(dir)
+            .strip_prefix(&*paths::key(d))
+            .ok()
+            .and_then(|rest| rest.components().next())
+            .is_some_and(|c| c.as_os_str().to_string_lossy().starts_with("workspace"));
+        if overlaps(dir, d) && !(how == Mounted::HostWorkspace && default_place) {
             return Some(format!("OpenClaw's config and state ({})", paths::shown(d)));
         }
     }
@@ -828,9 +985,68 @@ fn set(key: &str, value: &Value) -> String {
     format!("openclaw config set {key} '{v}' --strict-json")
 }
 
+/// Where `a`'s own settings go: its entry, or the defaults and the global
+/// `tools` for an agent without one.
+fn tools_key(a: &RosterAgent) -> String {
+    match &a.key {
+        Some(k) => format!("{k}.tools"),
+        None => "tools".to_owned(),
+    }
+}
+
+/// The line that denies `entries` to `a`, on top of what it denies already.
+fn deny_line(inp: &Inputs<'_>, a: &RosterAgent, exposures: &[Exposure]) -> Option<String> {
+    let existing = match &a.entry {
+        Some(e) => e.get("tools").and_then(|t| t.get("deny")),
+        None => inp.root.get("tools").and_then(|t| t.get("deny")),
+    };
+    let mut deny: Vec<Value> = existing
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let before = deny.len();
+    for entry in exposures.iter().filter_map(|e| e.deny.as_ref()) {
+        if !deny.iter().any(|d| d.as_str() == Some(entry)) {
+            deny.push(Value::String(entry.clone()));
+        }
+    }
+    (deny.len() > before).then(|| set(&format!("{}.deny", tools_key(a)), &Value::Array(deny)))
+}
+
+/// The lines that close the exposures no tool denial closes.
+fn setting_lines(exposures: &[Exposure]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for e in exposures.iter().filter(|e| e.deny.is_none()) {
+        let k = e.key.as_str();
+        if k.ends_with(".exec.host") {
+            lines.push(set(k, &Value::String("sandbox".into())));
+        } else if k.ends_with(".elevated.enabled")
+            || k.ends_with(".allowHostControl")
+            || k == "cron.triggers.enabled"
+        {
+            lines.push(set(k, &Value::Bool(false)));
+        } else if k.ends_with(".fs.workspaceOnly") {
+            lines.push(set(k, &Value::Bool(true)));
+        } else if k.contains("codeMode") {
+            lines.push(set("tools.codeMode", &Value::Bool(false)));
+        } else if k.ends_with(".sandbox.mode") || k.ends_with(".sandbox.backend") {
+            // The sandbox line itself says it.
+        } else {
+            lines.push(format!("change {k} ({})", e.what));
+        }
+    }
+    lines
+}
+
 /// The config that contains `a` in a sandbox: this plugin's where it runs
 /// here, with each exposure that remains closed.
-fn sandbox_fix(a: &RosterAgent, s: &AgentSettings, exposures: &[Exposure], own: bool) -> String {
+fn sandbox_fix(
+    inp: &Inputs<'_>,
+    a: &RosterAgent,
+    s: &AgentSettings,
+    exposures: &[Exposure],
+    own: bool,
+) -> String {
     let base = a.key.clone().unwrap_or_else(|| "agents.defaults".into());
     let mut lines = Vec::new();
     let backend = if own || s.sandbox.backend.value == OWN_BACKEND {
@@ -844,67 +1060,25 @@ fn sandbox_fix(a: &RosterAgent, s: &AgentSettings, exposures: &[Exposure], own: 
             &serde_json::json!({"mode": "all", "backend": backend}),
         ));
     }
-    for e in exposures {
-        if e.key.ends_with(".exec.host") {
-            lines.push(set(&e.key, &Value::String("sandbox".into())));
-        } else if e.key.ends_with(".elevated.enabled") {
-            lines.push(set(&e.key, &Value::Bool(false)));
-        } else if e.key.ends_with(".allowHostControl") {
-            lines.push(set(&e.key, &Value::Bool(false)));
-        } else if e.key.contains(".binds") || e.key.contains(".dangerously") {
-            if backend != OWN_BACKEND {
-                lines.push(format!("remove it from {}", e.key));
-            }
-        } else if e.key == "cron.triggers.enabled" {
-            lines.push(set(&e.key, &Value::Bool(false)));
-        } else if e.key == "tools.sandbox.tools.allow" {
-            lines.push(format!(
-                "remove {} from tools.sandbox.tools.allow/alsoAllow",
-                e.what.split(' ').next().unwrap_or("")
-            ));
-        }
-    }
+    // What the plugin's own backend masks needs no other change.
+    let own_masks = |e: &&Exposure| {
+        !(backend == OWN_BACKEND
+            && (e.key.contains(".binds")
+                || e.key.contains(".dangerously")
+                || e.key.ends_with(".workspaceAccess")))
+    };
+    let rest: Vec<Exposure> = exposures.iter().filter(own_masks).cloned().collect();
+    lines.extend(setting_lines(&rest));
+    lines.extend(deny_line(inp, a, &rest));
     lines.dedup();
     lines.join(" && ")
 }
 
 /// The config that contains `a` on the host: `workspaceOnly`, and every
 /// tool that leaves it denied.
-fn host_fix(a: &RosterAgent, exposures: &[Exposure]) -> String {
-    let base = a.key.clone();
-    let tools = base
-        .as_ref()
-        .map(|k| format!("{k}.tools"))
-        .unwrap_or_else(|| "tools".into());
-    let mut lines = Vec::new();
-    let mut deny: Vec<Value> = a
-        .entry
-        .as_ref()
-        .and_then(|e| e.get("tools"))
-        .and_then(|t| t.get("deny"))
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    for e in exposures {
-        if e.key == "cron.triggers.enabled" {
-            lines.push(set(&e.key, &Value::Bool(false)));
-        } else if e.key.ends_with(".fs.workspaceOnly") {
-            lines.push(set(
-                &format!("{tools}.fs.workspaceOnly"),
-                &Value::Bool(true),
-            ));
-        } else if e.key.ends_with(".tools.deny") || e.key == "tools.deny" {
-            let tool = e.what.split(' ').next().unwrap_or("").to_owned();
-            if !deny.iter().any(|d| d.as_str() == Some(&tool)) {
-                deny.push(Value::String(tool));
-            }
-        } else {
-            lines.push(format!("change {} ({})", e.key, e.what));
-        }
-    }
-    if !deny.is_empty() {
-        lines.push(set(&format!("{tools}.deny"), &Value::Array(deny)));
-    }
+fn host_fix(inp: &Inputs<'_>, a: &RosterAgent, exposures: &[Exposure]) -> String {
+    let mut lines = setting_lines(exposures);
+    lines.extend(deny_line(inp, a, exposures));
     lines.dedup();
     lines.join(" && ")
 }
@@ -914,67 +1088,29 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    /// A tool policy for tests: the host denies `host_denied`; a sandboxed
-    /// session also denies everything but OpenClaw's default sandbox allow
-    /// list (`DEFAULT_TOOL_ALLOW`, `constants-*.mjs`) plus `sandbox_allowed`.
+    /// A tool policy for tests: the host offers only `host`; a sandboxed
+    /// session only what it offers and `sandbox` lists.
     #[derive(Default)]
     struct Tools {
-        host_denied: Vec<&'static str>,
-        sandbox_allowed: Vec<&'static str>,
+        host: Vec<&'static str>,
+        sandbox: Vec<&'static str>,
     }
-
-    const SANDBOX_DEFAULT: &[&str] = &[
-        "exec",
-        "process",
-        "read",
-        "ls",
-        "write",
-        "edit",
-        "apply_patch",
-        "view_image",
-        "sessions_list",
-        "sessions_history",
-        "sessions_search",
-        "sessions_send",
-        "sessions_spawn",
-        "sessions_yield",
-        "subagents",
-        "session_status",
-    ];
 
     impl ToolOffer for Tools {
         fn denied(&self, _agent: &str, tool: &str, sandboxed: bool) -> Option<String> {
-            if self.host_denied.contains(&tool) {
-                return Some("tools.deny".into());
-            }
-            if sandboxed
-                && !SANDBOX_DEFAULT.contains(&tool)
-                && !self.sandbox_allowed.contains(&tool)
-            {
-                return Some("tools.sandbox.tools".into());
-            }
-            None
+            let offered = self.host.contains(&tool) && (!sandboxed || self.sandbox.contains(&tool));
+            (!offered).then(|| "tools.deny".into())
         }
     }
 
-    const HOST_DENIED: &[&str] = &[
-        "exec",
-        "process",
-        "terminal",
-        "portal",
-        "browser",
-        "nodes",
-        "computer",
-        "mobile_ui",
-        "file_fetch",
-        "dir_list",
-        "dir_fetch",
-        "file_write",
-        "plugins",
-        "gateway",
-        "openclaw",
-        "automations",
-    ];
+    /// OpenClaw's default sandbox allow list, offered on the host too.
+    fn sandbox_defaults() -> Tools {
+        let d = crate::openclaw::sandbox_tools::DEFAULT_ALLOW.to_vec();
+        Tools {
+            host: d.clone(),
+            sandbox: d,
+        }
+    }
 
     fn map_locations() -> Vec<Location> {
         crate::rules::map_access::map_locations(Path::new(
@@ -1000,7 +1136,13 @@ mod tests {
             .collect()
     }
 
-    fn judge_with(root: Value, tools: &Tools, own: bool) -> Posture {
+    /// `root` with Code Mode off, as every contained config needs.
+    fn no_code_mode(mut root: Value) -> Value {
+        merge(&mut root, json!({"tools": {"codeMode": false}}));
+        root
+    }
+
+    fn judge_with(root: Value, tools: &dyn ToolOffer, own: bool) -> Posture {
         let protected = map_locations();
         let inp = Inputs {
             root: root.as_object().unwrap(),
@@ -1022,29 +1164,55 @@ mod tests {
             .unwrap_or_default()
     }
 
+    fn host_config(extra: Value) -> Value {
+        let mut root = no_code_mode(json!({
+            "tools": {"fs": {"workspaceOnly": true}},
+            "agents": {"entries": {"a": {}}}
+        }));
+        merge(&mut root, extra);
+        root
+    }
+
     #[test]
     fn openclaws_defaults_are_not_contained_and_every_owned_call_is_refused_naming_the_agent() {
-        let p = judge_with(
-            json!({"agents": {"entries": {"paco--francis": {}}}}),
-            &Tools::default(),
-            false,
-        );
+        let root = json!({"agents": {"entries": {"paco--francis": {}}}});
+        let p = judge_with(root, &ConfigTools::new(&serde_json::Map::new()), false);
         let e = exposures(&p, "paco--francis");
         assert!(
-            e.iter().any(|e| e.what.starts_with("exec ")
-                && e.key == "agents.entries.paco--francis.tools.deny"),
+            e.iter()
+                .any(|e| e.what.starts_with("exec ") && e.deny.as_deref() == Some("exec")),
             "{e:?}"
         );
         assert!(e.iter().any(|e| e.key == "tools.fs.workspaceOnly"), "{e:?}");
+        assert!(
+            e.iter().any(|e| e.key.starts_with("tools.codeMode")),
+            "{e:?}"
+        );
         assert!(!p.serves_tokens());
         let reason = p.block_reason().unwrap();
         assert!(reason.starts_with("posture: "), "{reason}");
         assert!(reason.contains("paco--francis"), "{reason}");
-        assert!(reason.contains("openclaw config set agents.entries.paco--francis.tools.fs.workspaceOnly 'true' --strict-json"), "{reason}");
         assert!(
-            reason.contains("\"group:runtime\"") || reason.contains("\"exec\""),
+            reason.contains("openclaw config set tools.fs.workspaceOnly 'true' --strict-json"),
             "{reason}"
         );
+        assert!(
+            reason.contains("openclaw config set tools.codeMode 'false' --strict-json"),
+            "{reason}"
+        );
+        assert!(
+            reason.contains(r#"agents.entries.paco--francis.tools.deny '["exec","process","#),
+            "{reason}"
+        );
+    }
+
+    #[test]
+    fn a_reason_stays_short_enough_to_read() {
+        let root = json!({"agents": {"entries": {"a": {}}}});
+        let p = judge_with(root, &ConfigTools::new(&serde_json::Map::new()), false);
+        let r = p.block_reason().unwrap();
+        assert!(r.len() < 2500, "{} bytes: {r}", r.len());
+        assert_eq!(r.matches("it may be offered tools").count(), 1, "{r}");
     }
 
     #[test]
@@ -1067,64 +1235,142 @@ mod tests {
     }
 
     #[test]
-    fn a_host_agent_with_workspace_only_and_every_host_tool_denied_is_contained() {
-        let root = json!({
-            "tools": {"fs": {"workspaceOnly": true}},
-            "cron": {"triggers": {"enabled": false}},
-            "agents": {"entries": {"a": {}}}
-        });
-        let p = judge_with(
-            root,
-            &Tools {
-                host_denied: HOST_DENIED.to_vec(),
-                ..Default::default()
-            },
-            false,
-        );
+    fn a_host_agent_with_workspace_only_and_no_host_tool_is_contained() {
+        let p = judge_with(host_config(json!({})), &Tools::default(), false);
         assert_eq!(p.agent("a").unwrap().containment, Ok(Containment::Host));
         assert!(p.serves_tokens());
     }
 
     #[test]
-    fn each_host_tool_left_to_the_agent_exposes_it() {
-        for t in HOST_DENIED {
-            let denied: Vec<&str> = HOST_DENIED.iter().copied().filter(|d| d != t).collect();
-            let root =
-                json!({"tools": {"fs": {"workspaceOnly": true}}, "agents": {"entries": {"a": {}}}});
+    fn each_catalog_tool_that_reaches_the_host_exposes_a_host_agent() {
+        for t in [
+            "exec",
+            "process",
+            "browser",
+            "terminal",
+            "gateway",
+            "plugins",
+            "openclaw",
+            "nodes",
+            "computer",
+            "mobile_ui",
+            "file_fetch",
+            "dir_fetch",
+            "canvas",
+        ] {
             let p = judge_with(
-                root,
+                host_config(json!({})),
                 &Tools {
-                    host_denied: denied,
+                    host: vec![t],
                     ..Default::default()
                 },
                 false,
             );
             let e = exposures(&p, "a");
             assert!(
-                e.iter().any(|e| e.what.starts_with(&format!("{t} "))),
+                e.iter()
+                    .any(|e| e.what.starts_with(&format!("{t} ")) && e.deny.is_some()),
                 "{t}: {e:?}"
+            );
+        }
+        // Tools that stay in the workspace or reach nothing on the host.
+        for t in [
+            "read",
+            "write",
+            "edit",
+            "apply_patch",
+            "ls",
+            "web_search",
+            "sessions_send",
+            "github_publish",
+            "portal",
+        ] {
+            let p = judge_with(
+                host_config(json!({})),
+                &Tools {
+                    host: vec![t],
+                    ..Default::default()
+                },
+                false,
+            );
+            assert!(
+                p.agent("a").unwrap().is_contained(),
+                "{t}: {:?}",
+                exposures(&p, "a")
             );
         }
     }
 
     #[test]
-    fn automations_are_fine_once_cron_triggers_are_off() {
-        let denied: Vec<&str> = HOST_DENIED
-            .iter()
-            .copied()
-            .filter(|d| *d != "automations")
-            .collect();
-        let root = |triggers: bool| json!({"tools": {"fs": {"workspaceOnly": true}}, "cron": {"triggers": {"enabled": triggers}}, "agents": {"entries": {"a": {}}}});
+    fn a_disabled_plugins_tools_are_no_exposure() {
+        // browser is on by default; memory-wiki only once config names it.
         let tools = Tools {
-            host_denied: denied,
+            host: vec!["browser", "wiki_get"],
             ..Default::default()
         };
-        assert!(judge_with(root(false), &tools, false)
+        let e = exposures(&judge_with(host_config(json!({})), &tools, false), "a");
+        assert!(e.iter().any(|e| e.what.starts_with("browser ")), "{e:?}");
+        assert!(!e.iter().any(|e| e.what.starts_with("wiki_get ")), "{e:?}");
+        let off = host_config(
+            json!({"plugins": {"entries": {"browser": {"enabled": false}, "memory-wiki": {}}}}),
+        );
+        let e = exposures(&judge_with(off, &tools, false), "a");
+        assert!(!e.iter().any(|e| e.what.starts_with("browser ")), "{e:?}");
+        assert!(
+            e.iter().any(
+                |e| e.what.starts_with("wiki_get ") && e.deny.as_deref() == Some("memory-wiki")
+            ),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn message_and_memory_reach_the_host_only_where_their_roots_hold_a_secret() {
+        let tools = Tools {
+            host: vec!["message", "memory_get"],
+            ..Default::default()
+        };
+        assert!(judge_with(host_config(json!({})), &tools, false)
             .agent("a")
             .unwrap()
             .is_contained());
-        let e = exposures(&judge_with(root(true), &tools, false), "a");
-        assert_eq!(e.len(), 1);
+        let extra = host_config(
+            json!({"agents": {"entries": {"a": {"memory": {"search": {"extraPaths": ["/home/u/.config"]}}}}}}),
+        );
+        let e = exposures(&judge_with(extra, &tools, false), "a");
+        assert!(
+            e.iter()
+                .any(|e| e.what.starts_with("memory_get reads the token map")),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn code_mode_in_the_gateway_exposes_even_a_sandboxed_agent() {
+        let root = json!({"agents": {"entries": {"a": {"sandbox": {"mode": "all", "backend": "claw-identity"}}}}});
+        let e = exposures(&judge_with(root.clone(), &sandbox_defaults(), true), "a");
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].key.starts_with("tools.codeMode"), "{e:?}");
+        let quickjs = json!({"tools": {"codeMode": {"enabled": true, "executor": "quickjs"}}, "agents": root["agents"]});
+        assert!(judge_with(quickjs, &sandbox_defaults(), true)
+            .agent("a")
+            .unwrap()
+            .is_contained());
+    }
+
+    #[test]
+    fn automations_are_fine_once_cron_triggers_are_off() {
+        let tools = Tools {
+            host: vec!["automations"],
+            ..Default::default()
+        };
+        let off = host_config(json!({"cron": {"triggers": {"enabled": false}}}));
+        assert!(judge_with(off, &tools, false)
+            .agent("a")
+            .unwrap()
+            .is_contained());
+        let e = exposures(&judge_with(host_config(json!({})), &tools, false), "a");
+        assert_eq!(e.len(), 1, "{e:?}");
         assert_eq!(e[0].key, "cron.triggers.enabled");
     }
 
@@ -1136,17 +1382,8 @@ mod tests {
             "/home/u/.openclaw",
             "/home/u/.config/micelclaw/sub",
         ] {
-            let root = json!({"tools": {"fs": {"workspaceOnly": true}}, "cron": {"triggers": {"enabled": false}},
-                              "agents": {"entries": {"a": {"workspace": ws}}}});
-            let p = judge_with(
-                root,
-                &Tools {
-                    host_denied: HOST_DENIED.to_vec(),
-                    ..Default::default()
-                },
-                false,
-            );
-            let e = exposures(&p, "a");
+            let root = host_config(json!({"agents": {"entries": {"a": {"workspace": ws}}}}));
+            let e = exposures(&judge_with(root, &Tools::default(), false), "a");
             assert!(
                 e.iter().any(|e| e.what.starts_with("its workspace")
                     && e.key == "agents.entries.a.workspace"),
@@ -1156,16 +1393,36 @@ mod tests {
     }
 
     #[test]
+    fn a_workspace_in_openclaws_default_place_is_fine() {
+        for ws in [
+            "/home/u/.openclaw/workspace",
+            "/home/u/.openclaw/workspace-a",
+        ] {
+            let root = host_config(json!({"agents": {"entries": {"a": {"workspace": ws}}}}));
+            let p = judge_with(root, &Tools::default(), false);
+            assert!(
+                p.agent("a").unwrap().is_contained(),
+                "{ws}: {:?}",
+                exposures(&p, "a")
+            );
+        }
+    }
+
+    #[test]
     fn the_own_sandbox_for_every_session_is_contained() {
-        let root = json!({"agents": {"entries": {"a": {"sandbox": {"mode": "all", "backend": "claw-identity", "workspaceAccess": "rw"}}}}});
-        let p = judge_with(root, &Tools::default(), true);
+        let root = no_code_mode(
+            json!({"agents": {"entries": {"a": {"sandbox": {"mode": "all", "backend": "claw-identity", "workspaceAccess": "rw"}}}}}),
+        );
+        let p = judge_with(root, &sandbox_defaults(), true);
         assert_eq!(p.agent("a").unwrap().containment, Ok(Containment::Sandbox));
     }
 
     #[test]
     fn non_main_leaves_the_main_session_on_the_host() {
-        let root = json!({"agents": {"entries": {"a": {"sandbox": {"mode": "non-main", "backend": "claw-identity"}}}}});
-        let p = judge_with(root, &Tools::default(), true);
+        let root = no_code_mode(
+            json!({"agents": {"entries": {"a": {"sandbox": {"mode": "non-main", "backend": "claw-identity"}}}}}),
+        );
+        let p = judge_with(root, &sandbox_defaults(), true);
         let fix = p.agent("a").unwrap().fix.clone().unwrap();
         assert!(fix.contains(r#"openclaw config set agents.entries.a.sandbox '{"backend":"claw-identity","mode":"all"}' --strict-json"#), "{fix}");
         assert!(!p.serves_tokens());
@@ -1175,8 +1432,8 @@ mod tests {
     fn what_leaves_a_sandbox_is_an_exposure_with_its_key() {
         let base = |extra: Value| {
             let mut a = json!({"sandbox": {"mode": "all", "backend": "claw-identity"}});
-            crate::posture::tests::merge(&mut a, extra);
-            json!({"agents": {"entries": {"a": a}}})
+            merge(&mut a, extra);
+            no_code_mode(json!({"agents": {"entries": {"a": a}}}))
         };
         let cases = [
             (
@@ -1193,41 +1450,41 @@ mod tests {
             ),
         ];
         for (extra, key) in cases {
-            let p = judge_with(base(extra.clone()), &Tools::default(), true);
-            let e = exposures(&p, "a");
+            let e = exposures(
+                &judge_with(base(extra.clone()), &sandbox_defaults(), true),
+                "a",
+            );
             assert!(e.iter().any(|e| e.key == key), "{extra}: {e:?}");
         }
         let mut root = base(json!({}));
-        root["tools"] = json!({"elevated": {"enabled": true}});
-        let e = exposures(&judge_with(root, &Tools::default(), true), "a");
+        merge(&mut root, json!({"tools": {"elevated": {"enabled": true}}}));
+        let e = exposures(&judge_with(root, &sandbox_defaults(), true), "a");
         assert!(
             e.iter()
                 .any(|e| e.key == "agents.entries.a.tools.elevated.enabled"),
             "{e:?}"
         );
         for t in ["automations", "nodes", "gateway", "browser"] {
-            let p = judge_with(
-                base(json!({})),
-                &Tools {
-                    sandbox_allowed: vec![t],
-                    ..Default::default()
-                },
-                true,
+            let mut tools = sandbox_defaults();
+            tools.host.push(t);
+            tools.sandbox.push(t);
+            assert!(
+                !exposures(&judge_with(base(json!({})), &tools, true), "a").is_empty(),
+                "{t} allowed in the sandbox"
             );
-            assert!(!exposures(&p, "a").is_empty(), "{t} allowed in the sandbox");
         }
     }
 
     #[test]
     fn docker_binds_and_mounted_workspaces_must_not_show_a_secret() {
         let root = |binds: Value, access: &str, ws: &str| {
-            json!({"agents": {"entries": {"a": {
+            no_code_mode(json!({"agents": {"entries": {"a": {
             "workspace": ws,
-            "sandbox": {"mode": "all", "backend": "docker", "workspaceAccess": access, "docker": {"binds": binds}}}}}})
+            "sandbox": {"mode": "all", "backend": "docker", "workspaceAccess": access, "docker": {"binds": binds}}}}}}))
         };
         let ok = judge_with(
             root(json!(["/srv/data:/data:ro"]), "rw", "/home/u/ws/a"),
-            &Tools::default(),
+            &sandbox_defaults(),
             false,
         );
         assert!(ok.agent("a").unwrap().is_contained(), "{:?}", ok.agent("a"));
@@ -1237,23 +1494,34 @@ mod tests {
             "/home/u/.openclaw/agents:/s",
             "/home:/h",
         ] {
-            let p = judge_with(
-                root(json!([bind]), "none", "/home/u/ws/a"),
-                &Tools::default(),
-                false,
+            let e = exposures(
+                &judge_with(
+                    root(json!([bind]), "none", "/home/u/ws/a"),
+                    &sandbox_defaults(),
+                    false,
+                ),
+                "a",
             );
-            let e = exposures(&p, "a");
             assert!(
                 e.iter()
                     .any(|e| e.key == "agents.entries.a.sandbox.docker.binds"),
                 "{bind}: {e:?}"
             );
         }
-        let p = judge_with(root(json!([]), "ro", "/home/u"), &Tools::default(), false);
-        assert!(exposures(&p, "a")
-            .iter()
-            .any(|e| e.key == "agents.entries.a.sandbox.workspaceAccess"));
-        let p = judge_with(root(json!([]), "none", "/home/u"), &Tools::default(), false);
+        let e = exposures(
+            &judge_with(root(json!([]), "ro", "/home/u"), &sandbox_defaults(), false),
+            "a",
+        );
+        assert!(
+            e.iter()
+                .any(|e| e.key == "agents.entries.a.sandbox.workspaceAccess"),
+            "{e:?}"
+        );
+        let p = judge_with(
+            root(json!([]), "none", "/home/u"),
+            &sandbox_defaults(),
+            false,
+        );
         assert!(
             p.agent("a").unwrap().is_contained(),
             "an unmounted workspace shows nothing"
@@ -1262,35 +1530,21 @@ mod tests {
 
     #[test]
     fn a_sandboxed_writer_of_a_host_agents_workspace_exposes_the_host_agent() {
-        let root = json!({
+        let root = no_code_mode(json!({
             "tools": {"fs": {"workspaceOnly": true}},
-            "cron": {"triggers": {"enabled": false}},
             "agents": {"entries": {
-                "host": {"workspace": "/home/u/ws/shared", "tools": {"deny": ["group:runtime"]}},
+                "host": {"workspace": "/home/u/ws/shared"},
                 "boxed": {"workspace": "/home/u/ws/shared", "sandbox": {"mode": "all", "backend": "claw-identity", "workspaceAccess": "rw"}}
             }}
-        });
+        }));
         struct PerAgent;
         impl ToolOffer for PerAgent {
-            fn denied(&self, agent: &str, tool: &str, _: bool) -> Option<String> {
-                (agent == "host" && HOST_DENIED.contains(&tool))
-                    .then(|| "x".into())
-                    .or_else(|| {
-                        (agent == "boxed" && tool != "exec" && HOST_DENIED.contains(&tool))
-                            .then(|| "x".into())
-                    })
+            fn denied(&self, agent: &str, tool: &str, sandboxed: bool) -> Option<String> {
+                let offered = agent == "boxed" && sandboxed && tool == "exec";
+                (!offered).then(|| "x".into())
             }
         }
-        let protected = map_locations();
-        let inp = Inputs {
-            root: root.as_object().unwrap(),
-            agents: roster(&root),
-            protected: &protected,
-            openclaw_dirs: vec![],
-            tools: &PerAgent,
-            own_sandbox_here: true,
-        };
-        let p = judge(Mode::Enforce, &inp);
+        let p = judge_with(root, &PerAgent, true);
         let e = exposures(&p, "host");
         assert!(
             e.iter()
@@ -1316,6 +1570,76 @@ mod tests {
         assert!(r.contains("and 6 more"), "{r}");
     }
 
+    /// The configs the demo and the install docs use, judged through
+    /// OpenClaw's mirrored tool policy: contained, the agents the roster
+    /// doesn't list included.
+    #[test]
+    fn the_documented_host_config_contains_every_agent_and_the_unlisted_ones() {
+        let root = json!({
+            "tools": {
+                "fs": {"workspaceOnly": true},
+                "codeMode": false,
+                "deny": ["exec", "process", "browser", "terminal", "canvas", "gateway", "plugins", "openclaw",
+                         "nodes", "computer", "mobile_ui", "file-transfer", "ollama"]
+            },
+            "cron": {"triggers": {"enabled": false}},
+            "agents": {"entries": {"paco--francis": {}, "paco--dali": {}}}
+        });
+        let obj = root.as_object().unwrap();
+        let table = crate::rules::map_access::AgentFsTable::default();
+        let p = of_config(
+            Mode::Enforce,
+            obj,
+            &table,
+            &map_locations(),
+            &ConfigTools::new(obj),
+            false,
+        );
+        for a in p.agents.iter().flatten() {
+            assert_eq!(a.containment, Ok(Containment::Host), "{a:?}");
+        }
+        assert!(p.agent(UNLISTED).is_some());
+        // Denying on one agent only leaves the others, and the unlisted ones, exposed.
+        let mut one = root.clone();
+        one["tools"]["deny"] = json!([]);
+        one["agents"]["entries"]["paco--dali"] = json!({"tools": {"deny": root["tools"]["deny"]}});
+        let obj = one.as_object().unwrap();
+        let p = of_config(
+            Mode::Enforce,
+            obj,
+            &table,
+            &map_locations(),
+            &ConfigTools::new(obj),
+            false,
+        );
+        assert!(p.agent("paco--dali").unwrap().is_contained());
+        assert!(!p.agent("paco--francis").unwrap().is_contained());
+        assert!(!p.agent(UNLISTED).unwrap().is_contained());
+    }
+
+    /// The same through OpenClaw's mirrored sandbox policy.
+    #[test]
+    fn the_documented_sandbox_config_contains_every_agent() {
+        let root = json!({
+            "tools": {"codeMode": false, "sandbox": {"tools": {"alsoAllow": ["claw-os__*"]}}},
+            "agents": {"defaults": {"sandbox": {"mode": "all", "backend": "claw-identity", "workspaceAccess": "rw"}},
+                       "entries": {"paco--francis": {}, "paco--dali": {}}}
+        });
+        let obj = root.as_object().unwrap();
+        let table = crate::rules::map_access::AgentFsTable::default();
+        let p = of_config(
+            Mode::Enforce,
+            obj,
+            &table,
+            &map_locations(),
+            &ConfigTools::new(obj),
+            true,
+        );
+        for a in p.agents.iter().flatten() {
+            assert_eq!(a.containment, Ok(Containment::Sandbox), "{a:?}");
+        }
+    }
+
     pub(super) fn merge(a: &mut Value, b: Value) {
         match (a, b) {
             (Value::Object(a), Value::Object(b)) => {
@@ -1325,5 +1649,177 @@ mod tests {
             }
             (a, b) => *a = b,
         }
+    }
+}
+
+/// The per-chat check, through the engine as every call takes it.
+#[cfg(test)]
+mod drift_tests {
+    use super::*;
+    use crate::engine::Engine;
+    use crate::options::Options;
+    use crate::rules::{MapView, Params, ToolCall, Verdict};
+    use crate::sessions::{Host, SessionEntry, SessionNow};
+    use crate::token_map::TokenMap;
+
+    struct Chat(Result<Option<SessionNow>, String>);
+
+    impl Host for Chat {
+        fn session(&self, _: &str, _: &str) -> Result<Option<SessionEntry>, String> {
+            Ok(None)
+        }
+        fn session_now(&self, _: &str, _: &str) -> Result<Option<SessionNow>, String> {
+            self.0.clone()
+        }
+    }
+
+    fn engine(mode: Mode, how: Containment) -> Engine {
+        let opts = Options::from_json(r#"{"tokenMapPath": "/nonexistent/m.json"}"#).unwrap();
+        let e = Engine::new(opts);
+        e.set_posture(Posture {
+            mode,
+            agents: Some(vec![AgentPosture {
+                agent_id: "a".into(),
+                containment: Ok(how),
+                fix: None,
+            }]),
+        });
+        e
+    }
+
+    /// The rule id of the block a call gets, if it is blocked.
+    fn blocked_by(e: &Engine, tool: &str, chat: Chat) -> Option<&'static str> {
+        let map = TokenMap::default();
+        let view = MapView {
+            map: &map,
+            generation: 0,
+            loaded: true,
+            stale: false,
+            redactor: None,
+        };
+        let params = Params::new();
+        let call = ToolCall {
+            tool,
+            agent_id: Some("a"),
+            session_key: Some("agent:a:main"),
+            params: &params,
+            derived_paths: &[],
+        };
+        let d = e.decide(&call, &view, &chat);
+        matches!(d.verdict, Verdict::Block(_)).then(|| d.rule.unwrap_or(""))
+    }
+
+    fn now(sandboxed: bool) -> SessionNow {
+        SessionNow {
+            sandboxed,
+            ..SessionNow::default()
+        }
+    }
+
+    #[test]
+    fn a_sandboxed_agents_host_tools_are_refused_in_a_chat_that_runs_outside_its_sandbox() {
+        let e = engine(Mode::Enforce, Containment::Sandbox);
+        for tool in [
+            "exec",
+            "process",
+            "read",
+            "write",
+            "apply_patch",
+            "browser",
+            "gateway",
+            "portal",
+        ] {
+            assert_eq!(
+                blocked_by(&e, tool, Chat(Ok(Some(now(true))))),
+                None,
+                "{tool} in the sandbox"
+            );
+            assert_eq!(
+                blocked_by(&e, tool, Chat(Ok(Some(now(false))))),
+                Some(RULE_ID),
+                "{tool} outside it"
+            );
+        }
+        // Tools that reach no host file run anywhere.
+        assert_eq!(
+            blocked_by(&e, "session_status", Chat(Ok(Some(now(false))))),
+            None
+        );
+    }
+
+    #[test]
+    fn a_chats_exec_overrides_take_exec_out_of_the_sandbox_and_are_refused() {
+        let e = engine(Mode::Enforce, Containment::Sandbox);
+        let cases = [
+            SessionNow {
+                exec_host: Some("gateway".into()),
+                ..now(true)
+            },
+            SessionNow {
+                exec_host: Some(" Node ".into()),
+                ..now(true)
+            },
+            SessionNow {
+                exec_node: Some("laptop".into()),
+                ..now(true)
+            },
+            SessionNow {
+                elevated: Some("on".into()),
+                ..now(true)
+            },
+        ];
+        for c in cases {
+            assert_eq!(
+                blocked_by(&e, "exec", Chat(Ok(Some(c.clone())))),
+                Some(RULE_ID),
+                "{c:?}"
+            );
+            assert_eq!(
+                blocked_by(&e, "read", Chat(Ok(Some(c.clone())))),
+                None,
+                "{c:?}: read stays in the sandbox"
+            );
+        }
+        let fine = SessionNow {
+            exec_host: Some("sandbox".into()),
+            elevated: Some("off".into()),
+            ..now(true)
+        };
+        assert_eq!(blocked_by(&e, "exec", Chat(Ok(Some(fine)))), None);
+    }
+
+    #[test]
+    fn a_chat_whose_permission_mode_lifts_workspace_only_refuses_a_host_agents_file_tools() {
+        let e = engine(Mode::Enforce, Containment::Host);
+        let full = SessionNow {
+            permission_mode: Some("full".into()),
+            ..now(false)
+        };
+        assert_eq!(
+            blocked_by(&e, "read", Chat(Ok(Some(full.clone())))),
+            Some(RULE_ID)
+        );
+        assert_eq!(blocked_by(&e, "write", Chat(Ok(Some(full)))), Some(RULE_ID));
+        let ask = SessionNow {
+            permission_mode: Some("ask".into()),
+            ..now(false)
+        };
+        assert_eq!(blocked_by(&e, "read", Chat(Ok(Some(ask)))), None);
+    }
+
+    #[test]
+    fn a_chat_openclaw_cant_describe_is_refused_and_one_without_a_store_is_not_checked() {
+        let e = engine(Mode::Enforce, Containment::Sandbox);
+        assert_eq!(
+            blocked_by(&e, "exec", Chat(Err("store closed".into()))),
+            Some(RULE_ID)
+        );
+        assert_eq!(blocked_by(&e, "exec", Chat(Ok(None))), None);
+    }
+
+    #[test]
+    fn under_warn_no_chat_is_checked() {
+        let e = engine(Mode::Warn, Containment::Sandbox);
+        assert_eq!(blocked_by(&e, "exec", Chat(Ok(Some(now(false))))), None);
     }
 }

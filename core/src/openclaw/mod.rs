@@ -9,6 +9,8 @@
 
 pub mod agent;
 pub mod code_mode;
+pub mod plugins;
 pub mod roster;
+pub mod sandbox_tools;
 pub mod tool_policy;
 pub mod tools;

@@ -315,6 +315,13 @@ mod tests {
     use std::path::PathBuf;
 
     fn setup(name: &str, map_mode: u32, plugin: &str, extra: &str) -> (PathBuf, PathBuf) {
+        // Code Mode off: with it (OpenClaw's default) no agent is contained.
+        let extra = if extra.contains("tools: {") {
+            extra.replace("tools: {", "tools: { codeMode: false,")
+        } else {
+            format!("{extra}, tools: {{ codeMode: false }}")
+        };
+        let extra = extra.as_str();
         let dir = std::env::temp_dir().join(format!("claw-audit-{name}-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap();
@@ -454,27 +461,48 @@ mod tests {
     }
 
     #[test]
-    fn an_agent_with_a_shell_on_the_host_is_a_map_exposure() {
-        let (cfg, _) = setup(
-            "exposure",
-            0o600,
-            r#", onMissingToken: "block""#,
-            r#", tools: { sessions: { visibility: "agent" }, agentToAgent: { enabled: false } }"#,
-        );
-        let text = fs::read_to_string(&cfg)
-            .unwrap()
-            .replace(r#"mode: "all""#, r#"mode: "off""#);
-        fs::write(&cfg, text).unwrap();
-        let f = run(&cfg, None);
-        // The same shells on the host get a backgrounded command's output past the redaction.
-        assert_eq!(
-            ids(&f),
-            [
-                ("claw-identity.map_exposure", Severity::Warn),
-                ("claw-identity.map_exposure", Severity::Warn),
-                ("claw-identity.exec_notify_on_exit", Severity::Warn)
-            ]
-        );
+    fn an_agent_whose_own_tools_reach_the_map_is_critical_under_enforce_and_a_warning_under_warn() {
+        for (mode, severity) in [
+            ("", Severity::Critical),
+            (r#", posture: "warn""#, Severity::Warn),
+        ] {
+            let (cfg, _) = setup(
+                &format!("exposure{}", severity as u8),
+                0o600,
+                &format!(r#", onMissingToken: "block"{mode}"#),
+                r#", tools: { sessions: { visibility: "agent" }, agentToAgent: { enabled: false } }"#,
+            );
+            let text = fs::read_to_string(&cfg)
+                .unwrap()
+                .replace(r#"mode: "all""#, r#"mode: "off""#);
+            fs::write(&cfg, text).unwrap();
+            let f = run(&cfg, None);
+            // Both agents, and the ones the roster doesn't list; the same shells
+            // on the host get a backgrounded command's output past the redaction.
+            assert_eq!(
+                ids(&f),
+                [
+                    ("claw-identity.posture_exposed", severity),
+                    ("claw-identity.posture_exposed", severity),
+                    ("claw-identity.posture_exposed", severity),
+                    ("claw-identity.exec_notify_on_exit", Severity::Warn)
+                ]
+            );
+            let francis = f
+                .iter()
+                .find(|f| f.detail.starts_with("agent paco--francis "))
+                .unwrap();
+            assert!(francis.detail.contains("exec"), "{}", francis.detail);
+            assert!(
+                francis
+                    .remediation
+                    .as_deref()
+                    .unwrap()
+                    .contains("openclaw config set"),
+                "{:?}",
+                francis.remediation
+            );
+        }
     }
 
     #[test]

@@ -15,7 +15,6 @@ use super::audit::Severity;
 use super::config::{self, OpenClawConfig, PLUGIN_ID};
 use super::{after_hook, mcp, writer, Found, Live};
 use crate::redact::shown;
-use crate::rules::map_access::ProtectMap;
 use crate::sandbox;
 use crate::sys::Access;
 use crate::token_map::{self, MapError, MapErrorKind, DEFAULT_MAX_MAP_BYTES};
@@ -540,15 +539,7 @@ pub(crate) fn posture_findings(p: &crate::posture::Posture) -> Vec<Found> {
     let mut out: Vec<Found> = p
         .exposed()
         .map(|a| {
-            let exposures = a
-                .containment
-                .as_ref()
-                .err()
-                .into_iter()
-                .flatten()
-                .map(|e| format!("{} ({})", e.what, e.key))
-                .collect::<Vec<_>>()
-                .join("; ");
+            let exposures = crate::posture::summarize(a.containment.as_ref().err().map_or(&[], |e| e));
             Found {
                 id: "posture_exposed",
                 severity: Some(if enforce { Severity::Critical } else { Severity::Warn }),
@@ -559,8 +550,12 @@ pub(crate) fn posture_findings(p: &crate::posture::Posture) -> Vec<Found> {
                     "an agent's own tools can reach the token map or OpenClaw's config (posture \"warn\": tokens are served anyway)"
                 },
                 detail: crate::redact::scrub(&format!(
-                    "agent {} is not contained: {exposures}{}",
-                    display(&a.agent_id),
+                    "{} not contained: {exposures}{}",
+                    if a.agent_id == crate::posture::UNLISTED {
+                        format!("{} (they run with agents.defaults and the global tools) are", display(&a.agent_id))
+                    } else {
+                        format!("agent {} is", display(&a.agent_id))
+                    },
                     if enforce {
                         "; posture is \"enforce\", so every owned call is refused until every agent is contained"
                     } else {
@@ -593,106 +588,6 @@ pub(crate) fn posture_findings(p: &crate::posture::Posture) -> Vec<Found> {
             detail: crate::redact::scrub(&format!("every agent is contained: {}", how.join(", "))),
             fix: None,
         });
-    }
-    out
-}
-
-/// The config change that runs agent `id`'s commands in this plugin's sandbox.
-fn select_sandbox(id: &str) -> String {
-    format!(
-        "openclaw config set agents.entries.{id}.sandbox '{{\"mode\":\"all\",\"backend\":\"{}\"}}' --strict-json",
-        sandbox::BACKEND_ID
-    )
-}
-
-/// One finding per agent whose own tools can reach the map's file: a shell
-/// (exec, process) or file tools, on the gateway's host. A shell can read
-/// the file in ways no path check or redaction sees (base64, a script), so
-/// only a sandbox, or taking the shell away, closes it. Where this plugin's
-/// sandbox can run here (`probe`), it is the fix named first.
-pub(crate) fn exposure_checks(
-    c: &OpenClawConfig,
-    map_path: &Path,
-    protect: ProtectMap,
-    probe: &sandbox::Probe,
-) -> Vec<Check> {
-    let dir =
-        crate::sys::canonicalize(&parent_of(map_path)).unwrap_or_else(|_| parent_of(map_path));
-    let mut out = Vec::new();
-    for a in c.agent_reach(&dir) {
-        let id = shown(&a.agent_id);
-        let on_host = match a.sandbox_mode.as_str() {
-            "all" => None,
-            "non-main" => Some(format!(
-                "its main session runs on the host ({} is \"non-main\")",
-                a.sandbox_key
-            )),
-            m => Some(format!(
-                "it runs on the host without OpenClaw's sandbox ({} is \"{}\")",
-                a.sandbox_key,
-                shown(m)
-            )),
-        };
-        let where_ = match (&on_host, &a.bind_over_map) {
-            (Some(h), _) => h.clone(),
-            (None, Some(b)) => format!(
-                "its sandbox mounts the map's directory (bind \"{}\")",
-                shown(b)
-            ),
-            (None, None) => continue,
-        };
-        let docker_fix = format!(
-            "openclaw config set agents.entries.{id}.sandbox.mode all (and no sandbox bind over {})",
-            crate::paths::shown(&dir)
-        );
-        let sandbox_fix = match &probe.result {
-            Ok(()) => format!(
-                "{} (bubblewrap works here: every command then sees the host read-only, without the map, OpenClaw's config or the gateway); or {docker_fix}",
-                select_sandbox(&id)
-            ),
-            Err(r) => format!(
-                "{docker_fix} (claw-identity's own sandbox can't run here: {})",
-                r.why
-            ),
-        };
-        if !a.shell_tools.is_empty() {
-            out.push(check(
-                Status::Warn,
-                "map exposure",
-                format!(
-                    "agent \"{id}\" has {} and {where_}: a shell can read the token map {} (cat, base64, a script), which no path check or redaction can stop",
-                    a.shell_tools.join(", "),
-                    crate::paths::shown(map_path)
-                ),
-                Some(format!(
-                    "{sandbox_fix}; or take the shell away: add \"group:runtime\" to agents.entries.{id}.tools.deny; or protectMap: \"strict\" in the plugin's config, which blocks exec and process for agents outside the sandbox"
-                )),
-            ));
-        } else if !a.file_tools.is_empty() {
-            let (status, guard) = if protect == ProtectMap::Off {
-                (
-                    Status::Warn,
-                    "and protectMap is \"off\", so nothing stops them naming the map",
-                )
-            } else {
-                (
-                    Status::Ok,
-                    "; rule map-access blocks every call of theirs that names the map",
-                )
-            };
-            out.push(check(
-                status,
-                "map exposure",
-                format!(
-                    "agent \"{id}\" has {} and {where_}{}{guard}",
-                    a.file_tools.join(", "),
-                    if status == Status::Ok { "" } else { " " }
-                ),
-                (status == Status::Warn).then(|| {
-                    format!("{sandbox_fix}; or remove protectMap: \"off\" from the plugin's config")
-                }),
-            ));
-        }
     }
     out
 }
@@ -1033,7 +928,7 @@ mod tests {
         fs::write(
             &c,
             format!(
-                "{{ plugins: {{ entries: {{ 'claw-identity': {{ enabled: true, config: {{ tokenMapPath: '{}' }} }} }} }},
+                "{{ plugins: {{ entries: {{ 'claw-identity': {{ enabled: true, config: {{ tokenMapPath: '{}', posture: 'warn' }} }} }} }},
                    agents: {{ entries: {{ a: {{}}, ghost: {{}} }} }} }}",
                 crate::paths::shown(&p)
             ),
@@ -1067,8 +962,22 @@ mod tests {
             ]
         );
         // "old" is not configured; "a" and "ghost" have exec on the host,
-        // where a backgrounded command's output reaches them as a notice.
-        assert_eq!(r.warnings, 4);
+        // where a backgrounded command's output reaches them as a notice;
+        // neither is contained, nor are the agents the roster doesn't list
+        // (posture "warn": warnings).
+        let mut warned: Vec<&str> = r
+            .checks
+            .iter()
+            .filter(|c| c.status == Status::Warn)
+            .map(|c| c.check)
+            .collect();
+        warned.sort_unstable();
+        assert_eq!(
+            warned,
+            ["exec notices", "map agent", "posture", "posture", "posture"],
+            "{}",
+            r.render()
+        );
 
         let other = d.join("other.json");
         write(
@@ -1107,6 +1016,7 @@ mod tests {
         let body = |otel: bool| {
             format!(
                 r#"{{ plugins: {{ entries: {{ 'claw-identity': {{ enabled: true, config: {{ tokenMapPath: "{}" }} }} }} }},
+                   tools: {{ codeMode: false }},
                    diagnostics: {{ otel: {{ enabled: true, captureContent: {otel} }} }},
                    agents: {{ defaults: {{ sandbox: {{ mode: "all" }} }}, entries: {{ a: {{}} }} }},
                    mcp: {{ servers: {{ "claw-os": {{ command: "node" }} }} }} }}"#,
@@ -1181,77 +1091,86 @@ mod tests {
     }
 
     #[test]
-    fn every_agent_that_can_reach_the_map_from_the_host_is_named_with_its_fix() {
+    fn every_agent_that_is_not_contained_is_a_problem_with_the_config_that_contains_it() {
         let d = tmpdir("exposure");
         fs::set_permissions(&d, fs::Permissions::from_mode(0o700)).unwrap();
         let p = d.join("m.json");
         write(&p, 0o600, &format!(r#"{{"shell": "{T1}"}}"#));
         let c = d.join("openclaw.json");
-        let body = |protect: &str| {
+        let body = |posture: &str| {
             format!(
-                r#"{{ plugins: {{ entries: {{ 'claw-identity': {{ enabled: true, config: {{ protectMap: "{protect}" }} }} }} }},
-                   agents: {{ defaults: {{ sandbox: {{ mode: "non-main" }} }}, entries: {{
-                     shell: {{}},
-                     files: {{ tools: {{ deny: ["group:runtime"] }} }},
-                     boxed: {{ sandbox: {{ mode: "all" }} }},
-                     mounted: {{ sandbox: {{ mode: "all", docker: {{ binds: ["{}:/m:ro"] }} }} }},
-                     chat: {{ tools: {{ profile: "messaging" }} }},
+                r#"{{ plugins: {{ entries: {{ 'claw-identity': {{ enabled: true, config: {{ posture: "{posture}" }} }} }} }},
+                   tools: {{ codeMode: false }},
+                   agents: {{ defaults: {{ sandbox: {{ mode: "all", backend: "claw-identity" }} }}, entries: {{
+                     shell: {{ sandbox: {{ mode: "non-main" }} }},
+                     boxed: {{}},
+                     mounted: {{ sandbox: {{ backend: "docker", docker: {{ binds: ["{}:/m:ro"] }} }} }},
                    }} }} }}"#,
                 crate::paths::shown(&d)
             )
         };
-        fs::write(&c, body("paths")).unwrap();
+        fs::write(&c, body("enforce")).unwrap();
         let r = doctor(&p, Some(&c));
         let found: Vec<(Status, &str, &str)> = r
             .checks
             .iter()
-            .filter(|c| c.check == "map exposure")
+            .filter(|c| c.check == "posture")
             .map(|c| (c.status, c.message.as_str(), c.fix.as_deref().unwrap_or("")))
             .collect();
-        assert_eq!(found.len(), 3, "{found:#?}");
+        assert_eq!(found.len(), 2, "{found:#?}");
         let (st, msg, fix) = found[0];
-        assert_eq!(st, Status::Ok);
-        assert!(msg.starts_with("agent \"files\" has read, write, edit, apply_patch, ls and its main session runs on the host"), "{msg}");
-        assert_eq!(fix, "");
-        let (st, msg, fix) = found[1];
-        assert_eq!(st, Status::Warn);
+        assert_eq!(st, Status::Fail);
         assert!(
-            msg.starts_with(
-                "agent \"mounted\" has exec, process and its sandbox mounts the map's directory"
-            ),
+            msg.starts_with("agent mounted is not contained: its sandbox mounts"),
             "{msg}"
         );
+        assert!(msg.contains("which holds the token map ("), "{msg}");
+        // bubblewrap works here or not: its own backend masks the map; else the bind goes.
         assert!(
-            fix.contains("openclaw config set agents.entries.mounted.sandbox.mode all"),
+            fix.contains(r#"openclaw config set agents.entries.mounted.sandbox '{"backend":"claw-identity","mode":"all"}'"#)
+                || fix.contains("remove it from agents.entries.mounted.sandbox.docker.binds"),
             "{fix}"
         );
-        let (st, msg, fix) = found[2];
-        assert_eq!(st, Status::Warn);
-        assert!(msg.starts_with("agent \"shell\" has exec, process and its main session runs on the host (agents.defaults.sandbox.mode is \"non-main\"): a shell can read the token map"), "{msg}");
+        let (st, msg, fix) = found[1];
+        assert_eq!(st, Status::Fail);
+        assert!(msg.starts_with("agent shell is not contained: its main session (direct chats, heartbeats) runs on the host, outside the sandbox (agents.entries.shell.sandbox.mode)"), "{msg}");
         assert!(
-            fix.contains("\"group:runtime\" to agents.entries.shell.tools.deny")
-                && fix.contains("protectMap: \"strict\""),
+            fix.contains("openclaw config set agents.entries.shell.sandbox '"),
             "{fix}"
         );
-        assert!(
-            !r.checks
-                .iter()
-                .any(|c| c.check == "map exposure" && c.status == Status::Fail),
-            "exposure is a warning: tokens are still injected"
-        );
+        assert!(!r.ok, "no token is served: doctor fails");
 
-        fs::write(&c, body("off")).unwrap();
+        fs::write(&c, body("warn")).unwrap();
         let r = doctor(&p, Some(&c));
-        let files = r
+        let statuses: Vec<Status> = r
             .checks
             .iter()
-            .find(|c| c.check == "map exposure" && c.message.starts_with("agent \"files\""))
-            .unwrap();
-        assert_eq!(files.status, Status::Warn);
-        assert!(
-            files.message.contains("protectMap is \"off\""),
-            "{}",
-            files.message
+            .filter(|c| c.check == "posture")
+            .map(|c| c.status)
+            .collect();
+        assert_eq!(statuses, [Status::Warn, Status::Warn]);
+    }
+
+    #[test]
+    fn a_contained_config_is_one_ok_line_naming_how_each_agent_is_contained() {
+        let d = tmpdir("contained");
+        let p = d.join("m.json");
+        write(&p, 0o600, &format!(r#"{{"a": "{T1}"}}"#));
+        let c = d.join("openclaw.json");
+        fs::write(
+            &c,
+            r#"{ plugins: { entries: { 'claw-identity': { enabled: true } } },
+                 tools: { codeMode: false },
+                 agents: { defaults: { sandbox: { mode: "all", backend: "claw-identity" } }, entries: { a: {} } } }"#,
+        )
+        .unwrap();
+        let r = doctor(&p, Some(&c));
+        let posture: Vec<&Check> = r.checks.iter().filter(|c| c.check == "posture").collect();
+        assert_eq!(posture.len(), 1, "{posture:#?}");
+        assert_eq!(posture[0].status, Status::Ok);
+        assert_eq!(
+            posture[0].message,
+            "every agent is contained: a (sandbox), the agents the roster doesn't list (sandbox)"
         );
     }
 
@@ -1267,27 +1186,6 @@ mod tests {
                 })
             },
         }
-    }
-
-    #[test]
-    fn an_agent_with_a_host_shell_is_told_to_use_the_sandbox_where_bwrap_works() {
-        let c = OpenClawConfig::from_text(
-            "{ agents: { entries: { shell: {}, boxed: { sandbox: { mode: 'all', backend: 'claw-identity' } } } } }",
-        );
-        let map = Path::new("/home/u/.config/micelclaw/agent-tokens.json");
-        let works = exposure_checks(&c, map, ProtectMap::Paths, &probe(true));
-        assert_eq!(works.len(), 1, "{works:#?}");
-        let fix = works[0].fix.as_deref().unwrap();
-        assert!(
-            fix.starts_with(
-                r#"openclaw config set agents.entries.shell.sandbox '{"mode":"all","backend":"claw-identity"}' --strict-json"#
-            ),
-            "{fix}"
-        );
-        let broken = exposure_checks(&c, map, ProtectMap::Paths, &probe(false));
-        let fix = broken[0].fix.as_deref().unwrap();
-        assert!(!fix.contains("\"backend\":\"claw-identity\""), "{fix}");
-        assert!(fix.contains("claw-identity's own sandbox can't run here: bubblewrap (bwrap) is not installed here."), "{fix}");
     }
 
     #[test]
