@@ -421,7 +421,7 @@ mod tests {
     fn an_unknown_agent_passes_or_blocks_as_configured() {
         let (m, c) = setup(
             "unknown",
-            "{ plugins: { entries: { 'claw-identity': { config: { onMissingToken: 'block' } } } } }",
+            "{ plugins: { entries: { 'claw-identity': { config: { onMissingToken: 'block', posture: 'warn' } } } } }",
         );
         let e = explain(&m, None, "ghost", "claw-os__x");
         assert_eq!(
@@ -434,6 +434,17 @@ mod tests {
             .reason
             .unwrap()
             .starts_with("auth-token: agent \"ghost\" has no token"));
+    }
+
+    #[test]
+    fn with_a_config_whose_agents_are_not_contained_explain_shows_the_refusal_the_model_gets() {
+        let (m, c) = setup("posture", "{ agents: { entries: { 'paco--francis': {} } } }");
+        let e = explain(&m, Some(&c), "paco--francis", "claw-os__claw_notes");
+        assert_eq!((e.decision, e.rule), ("block", Some("posture")));
+        let reason = e.reason.unwrap();
+        assert!(reason.starts_with("posture: claw-identity serves no token"), "{reason}");
+        assert!(reason.contains("paco--francis: "), "{reason}");
+        assert!(!reason.contains(&T1[..16]), "{reason}");
     }
 
     #[test]
