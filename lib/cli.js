@@ -306,6 +306,16 @@ export function renderFindings(findings, config) {
   return out;
 }
 
+/** One line on whether the agents are contained (`stats().posture`). */
+function postureLine(p) {
+  if (!p) return 'unknown';
+  if (!p.judged) return `not judged (no OpenClaw config was given); tokens are served (${p.mode})`;
+  const exposed = p.agents.filter((a) => a.contained === null).length;
+  if (exposed === 0) return `every agent contained (${p.mode}); tokens are served`;
+  if (!p.servesTokens) return `CRITICAL: ${exposed} not contained, so NO token is served (enforce)`;
+  return `${exposed} not contained; tokens are served anyway (warn)`;
+}
+
 /** The gateway's `claw-identity.status` answer, for a terminal. */
 export function renderStatus(s) {
   const st = s.stats;
@@ -318,10 +328,19 @@ export function renderStatus(s) {
     ['watcher', st.watcher],
     ['calls', `injected ${st.injected}, passed ${st.passed}, missing ${st.missing}, blocked ${st.blocked}, rewritten ${st.rewritten}`],
     ['internal', `errors ${st.internalErrors}, log lines dropped ${st.logDropped}`],
+    ['posture', postureLine(st.posture)],
   ];
   let out = `claw-identity status (gateway pid ${s.pid}, plugin ${s.version})\n`;
   for (const [k, v] of rows) out += `  ${k.padEnd(10)}  ${v}\n`;
   out += '\n';
+  // Each exposed agent, with the config that contains it (built in Rust).
+  for (const a of st.posture?.agents ?? []) {
+    if (a.contained !== null) continue;
+    const who = a.agentId === '*' ? "the agents the roster doesn't list" : a.agentId;
+    out += `${st.posture.servesTokens ? 'EXPOSED' : 'CRITICAL'}  ${who}: ${a.exposures.map((e) => `${e.what} (${e.key})`).join('; ')}\n`;
+    if (a.fix) out += `  fix: ${a.fix}\n`;
+  }
+  if ((st.posture?.agents ?? []).some((a) => a.contained === null)) out += '\n';
   const agents = s.agents ?? [];
   if (agents.length === 0) out += 'agents: none in the map in force\n';
   else {
@@ -361,7 +380,7 @@ async function runStatus(o, _lib, io) {
   }
   if (o.json) io.json(s);
   else io.say(renderStatus(s));
-  return s.stats?.loaded ? EXIT_OK : EXIT_PROBLEM;
+  return s.stats?.loaded && s.stats?.posture?.servesTokens !== false ? EXIT_OK : EXIT_PROBLEM;
 }
 
 async function main(argv, io) {
