@@ -55,6 +55,7 @@ pub struct NativeStats {
     pub rewritten: i64,
     pub log_dropped: i64,
     pub internal_errors: i64,
+    pub redaction_hits: i64,
     pub watcher: String,
     pub token_map_path: String,
 }
@@ -78,6 +79,7 @@ fn native_stats(layer: &claw_identity_core::Layer) -> NativeStats {
         rewritten: s.rewritten as i64,
         log_dropped: s.log_dropped as i64,
         internal_errors: s.internal_errors as i64,
+        redaction_hits: s.redaction_hits as i64,
         watcher: s.watcher.to_owned(),
         token_map_path: s.token_map_path,
     }
@@ -154,21 +156,45 @@ pub fn tiers(env: &Env) -> Result<Js<'_>> {
 /// and store the message unchanged. A message too deeply nested to check
 /// has the parts it can't check withheld (`bridge::persist`); one that
 /// can't be checked at all is stored unchanged, with an error logged.
-#[napi(ts_args_type = "event: { message?: unknown }")]
-pub fn redact_persisted<'e>(env: &'e Env, event: Js<'e>) -> Result<Js<'e>> {
+///
+/// A token found is a hit (`stats().redactionHits`, a log line naming
+/// `ctx.agentId` and the tool: `event.toolName` in `tool_result_persist`,
+/// the message's own `toolName` in `before_message_write`).
+#[napi(
+    ts_args_type = "event: { message?: unknown; toolName?: string }, ctx?: { agentId?: string; toolName?: string }"
+)]
+pub fn redact_persisted<'e>(env: &'e Env, event: Js<'e>, ctx: Option<Js<'e>>) -> Result<Js<'e>> {
     let layer = match ThreadState::of(env).and_then(|s| s.layer(env)) {
         Ok(l) => l,
         Err(_) => return Js::undefined_in(env),
     };
-    let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        if event.kind()? != bridge::js::Kind::Object {
-            return Ok(None);
-        }
-        let Some(message) = event.get(c"message")? else {
-            return Ok(None);
-        };
-        bridge::persist::redact_message(env.raw(), message, &layer.layer.redactor())
-    }));
+    let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(
+        || -> Result<Option<Js<'e>>> {
+            if event.kind()? != bridge::js::Kind::Object {
+                return Ok(None);
+            }
+            let Some(message) = event.get(c"message")? else {
+                return Ok(None);
+            };
+            let mut hits = redact::results::Hits::default();
+            let clean = bridge::persist::redact_message(
+                env.raw(),
+                message,
+                &layer.layer.redactor(),
+                &mut hits,
+            )?;
+            if !hits.is_empty() {
+                // `runToolResultPersist` and `runBeforeMessageWrite` (hooks-*.mjs).
+                let agent = ctx.map(|c| c.get(c"agentId")).transpose()?.flatten();
+                let tool = match event.get(c"toolName")? {
+                    Some(t) if t.kind()? == bridge::js::Kind::String => Some(t),
+                    _ => message.get(c"toolName")?,
+                };
+                layer.note_redaction(env, agent, tool, "transcript", &hits)?;
+            }
+            Ok(clean)
+        },
+    ));
     let clean = match checked {
         Ok(Ok(clean)) => clean,
         _ => {

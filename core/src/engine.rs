@@ -466,8 +466,10 @@ mod tests {
             }})
             .to_string(),
         );
+        // The shells (sandbox-pty) and the Workboard tools (token-text)
+        // have no switch.
         let mut left = off.routed_tools();
-        left.retain(|t| !map_access::EXEC_TOOLS.contains(t));
+        left.retain(|t| !map_access::EXEC_TOOLS.contains(t) && !t.starts_with("workboard_"));
         assert!(left.is_empty(), "{left:?}");
         assert!(off.concerns("claw-os__x"));
     }

@@ -25,6 +25,7 @@ use claw_identity_core::ops::config::OpenClawConfig;
 use claw_identity_core::options::Options;
 use claw_identity_core::pipeline;
 use claw_identity_core::redact;
+use claw_identity_core::redact::results::Hits;
 use claw_identity_core::rules::{Decision, Params, Patch, Slot, ToolCall, Verdict};
 use claw_identity_core::Layer;
 
@@ -268,6 +269,35 @@ impl JsLayer {
 
     pub fn attach_sessions(&self, env: &Env, store: Js<'_>) -> Result<()> {
         *self.sessions.borrow_mut() = Some(JsSessions::new(env, store)?);
+        Ok(())
+    }
+
+    /// Text on its way to a model held pieces of tokens (`hits`), found on
+    /// `surface`: counted and logged (`Layer::note_redaction`), the line
+    /// delivered before this returns. `agent` and `tool` are read from
+    /// OpenClaw's event and ctx only now, off the common path.
+    pub fn note_redaction(
+        &self,
+        env: &Env,
+        agent: Option<Js<'_>>,
+        tool: Option<Js<'_>>,
+        surface: &str,
+        hits: &Hits,
+    ) -> Result<()> {
+        if hits.is_empty() {
+            return Ok(());
+        }
+        let text = |v: Option<Js<'_>>| -> Result<Option<String>> {
+            match v {
+                Some(v) if v.kind()? == Kind::String => v.host_str(),
+                _ => Ok(None),
+            }
+        };
+        let (agent, tool) = (text(agent)?, text(tool)?);
+        self.pending.hold();
+        self.layer
+            .note_redaction(agent.as_deref(), tool.as_deref(), surface, hits);
+        self.logger.release(env, &self.pending);
         Ok(())
     }
 

@@ -101,30 +101,48 @@ impl Known {
     }
 }
 
-/// What one redaction replaced: how many runs, and the tokens they held
-/// (the first few, by the redactor's index): the layer's compromise signal
+/// What one redaction replaced: how many runs, and the fingerprints of the
+/// tokens they held (the first few): the layer's compromise signal
 /// (`Layer::note_redaction`).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Hits {
     /// Runs replaced.
     pub runs: u64,
-    /// The distinct tokens found, in the order found, at most [`Hits::KEPT`].
-    tokens: Vec<u32>,
+    /// `sha256:<12 hex>` of the distinct tokens found, in the order found,
+    /// at most [`Hits::KEPT`].
+    fingerprints: Vec<String>,
 }
 
 impl Hits {
     /// Distinct tokens a hit report keeps (the count goes on).
     pub const KEPT: usize = 4;
 
-    fn note(&mut self, tok: u32) {
+    fn note(&mut self, shown: &str) {
         self.runs += 1;
-        if self.tokens.len() < Hits::KEPT && !self.tokens.contains(&tok) {
-            self.tokens.push(tok);
+        self.keep(shown);
+    }
+
+    fn keep(&mut self, shown: &str) {
+        if self.fingerprints.len() < Hits::KEPT && !self.fingerprints.iter().any(|f| f == shown) {
+            self.fingerprints.push(shown.to_owned());
+        }
+    }
+
+    /// Adds `other`'s runs and tokens to these.
+    pub fn add(&mut self, other: &Hits) {
+        self.runs += other.runs;
+        for f in &other.fingerprints {
+            self.keep(f);
         }
     }
 
     pub fn is_empty(&self) -> bool {
         self.runs == 0
+    }
+
+    /// The tokens found, as `sha256:<12 hex>`.
+    pub fn fingerprints(&self) -> &[String] {
+        &self.fingerprints
     }
 }
 
@@ -190,15 +208,6 @@ impl Redactor {
     /// How many tokens it redacts.
     pub fn len(&self) -> usize {
         self.tokens.len()
-    }
-
-    /// The fingerprints (`sha256:<12 hex>`) of the tokens `hits` found.
-    pub fn fingerprints<'r>(&'r self, hits: &Hits) -> Vec<&'r str> {
-        hits.tokens
-            .iter()
-            .filter_map(|t| self.tokens.get(*t as usize))
-            .map(Known::shown)
-            .collect()
     }
 
     fn maybe(&self, key: u32) -> bool {
@@ -280,24 +289,38 @@ impl Redactor {
 
     /// [`Redactor::redact_str`], adding what it replaced to `hits`.
     pub fn redact_str_noting<'t>(&self, text: &'t str, hits: &mut Hits) -> Cow<'t, str> {
-        if self.is_empty() || text.len() < PIECE {
-            return Cow::Borrowed(text);
+        match self.redact_bytes_noting(text.as_bytes(), hits) {
+            None => Cow::Borrowed(text),
+            // Runs are ASCII hex digits: what is left around them is whole characters.
+            Some(b) => Cow::Owned(
+                String::from_utf8(b)
+                    .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+            ),
         }
-        let runs = self.runs(text.as_bytes());
+    }
+
+    /// `bytes` (text or not: a decoded attachment) with every run of hex
+    /// digits that holds a piece of a token replaced by the token's
+    /// fingerprint, adding what it replaced to `hits`; `None` when there
+    /// is none.
+    pub fn redact_bytes_noting(&self, bytes: &[u8], hits: &mut Hits) -> Option<Vec<u8>> {
+        if self.is_empty() || bytes.len() < PIECE {
+            return None;
+        }
+        let runs = self.runs(bytes);
         if runs.is_empty() {
-            return Cow::Borrowed(text);
+            return None;
         }
-        let mut out = String::with_capacity(text.len());
+        let mut out = Vec::with_capacity(bytes.len());
         let mut copied = 0;
         for (s, e, tok) in runs {
-            // Hex digits are ASCII, so run ends are char boundaries.
-            out.push_str(&text[copied..s]);
-            out.push_str(self.tokens[tok as usize].shown());
+            out.extend_from_slice(&bytes[copied..s]);
+            out.extend_from_slice(self.tokens[tok as usize].shown().as_bytes());
             copied = e;
-            hits.note(tok);
+            hits.note(self.tokens[tok as usize].shown());
         }
-        out.push_str(&text[copied..]);
-        Cow::Owned(out)
+        out.extend_from_slice(&bytes[copied..]);
+        Some(out)
     }
 
     /// Redacts every string in `value` (object keys too), in place. Returns
@@ -632,6 +655,28 @@ mod tests {
         assert_eq!(v["details"]["map"][fp(A)], "paco");
         let mut clean = json!({"content": [{"type": "text", "text": "nothing"}]});
         assert_eq!(r.redact_value(&mut clean), 0);
+    }
+
+    #[test]
+    fn hits_count_every_run_and_name_each_token_once() {
+        let r = Redactor::new([A, C]);
+        let mut hits = Hits::default();
+        let text = format!("{C} and {} and {A} and {}", &C[..20], &A[8..40]);
+        assert_ne!(r.redact_str_noting(&text, &mut hits), text);
+        assert_eq!(hits.runs, 4);
+        assert_eq!(hits.fingerprints(), [fp(C), fp(A)]);
+        let mut none = Hits::default();
+        assert!(matches!(
+            r.redact_str_noting("x", &mut none),
+            Cow::Borrowed(_)
+        ));
+        assert!(none.is_empty());
+        let mut v = json!({"a": [C], C: "k"});
+        let mut in_value = Hits::default();
+        r.redact_value_noting(&mut v, &mut in_value);
+        assert_eq!((in_value.runs, in_value.fingerprints()), (2, &[fp(C)][..]));
+        hits.add(&in_value);
+        assert_eq!((hits.runs, hits.fingerprints().len()), (6, 2));
     }
 
     #[test]
