@@ -176,6 +176,11 @@ impl Options {
         if tool_prefixes.is_empty() || tool_prefixes.iter().any(|p| p.is_empty()) {
             return Err("toolPrefix must be a non-empty string or a non-empty list of non-empty strings (an empty prefix would inject tokens into every tool)".into());
         }
+        // Compared as OpenClaw hands tool names to the hook (trimmed, lowercased).
+        let tool_prefixes = tool_prefixes
+            .iter()
+            .map(|p| crate::openclaw::tool_names::tool_prefix(p))
+            .collect::<Result<Vec<_>, _>>()?;
 
         let token_param = raw
             .token_param
@@ -274,6 +279,14 @@ mod tests {
         assert_eq!(o.tool_prefixes, vec!["a__", "b__"]);
         assert!(Options::from_json(r#"{"toolPrefix": ""}"#).is_err());
         assert!(Options::from_json(r#"{"toolPrefix": []}"#).is_err());
+    }
+
+    #[test]
+    fn prefixes_are_normalized_and_one_that_can_never_match_is_refused() {
+        let o = Options::from_json(r#"{"toolPrefix": ["Claw-OS__", " b__"]}"#).unwrap();
+        assert_eq!(o.tool_prefixes, vec!["claw-os__", "b__"]);
+        let e = Options::from_json(r#"{"toolPrefix": ["claw-os__", "claw os__"]}"#).unwrap_err();
+        assert!(e.starts_with("toolPrefix \"claw os__\""), "{e}");
     }
 
     #[test]

@@ -8,3 +8,4 @@
 //! (lib/plugin.js); what is here is what it does not offer.
 
 pub mod base64;
+pub mod tool_names;
