@@ -662,14 +662,22 @@ impl JsLayer {
                 return Ok(blocked);
             }
         };
+        // Calls made in the session carry its conversation (conversation-id).
+        let key = e.session.session_key.clone();
         if !started.is_promise()? {
+            self.layer.engine().note_delegation(&key);
             return Ok(result);
         }
+        let made = self.clone();
         let ok = Js::of(
             env,
-            env.create_function_from_closure::<Js, Js, _>("claw_identity_session_created", |cx| {
-                cx.get::<Js>(0)
-            })?,
+            env.create_function_from_closure::<Js, Js, _>(
+                "claw_identity_session_created",
+                move |cx| {
+                    made.layer.engine().note_delegation(&key);
+                    cx.get::<Js>(0)
+                },
+            )?,
         )?;
         let me = self.clone();
         let err = Js::of(
