@@ -287,14 +287,17 @@ pub struct OpsReport {
     pub report: serde_json::Value,
 }
 
+/// A report of doctor or explain, every string of it shown by
+/// `ops::shown_report` (no token pasted into what they echo is printed).
 fn ops_report<T: serde::Serialize>(ok: bool, text: String, report: &T) -> Result<OpsReport> {
-    let report = serde_json::to_value(report)
-        .map_err(|e| Error::from_reason(format!("claw-identity: cannot encode the report: {e}")))?;
+    let (text, report) = ops::shown_report(&text, report)
+        .map_err(|e| Error::from_reason(format!("claw-identity: {e}")))?;
     Ok(OpsReport { ok, text, report })
 }
 
+/// An operator tool's error: it may quote a config value.
 fn invalid(msg: String) -> Error {
-    bridge::layer::invalid(msg)
+    bridge::layer::invalid(redact::scrub(&msg))
 }
 
 /// What `--mcp` gathered (lib/probe.js), as the core reads it.
@@ -329,11 +332,13 @@ pub fn ops_doctor(
 #[napi(ts_return_type = "AuditFinding[]")]
 pub fn ops_audit(config: String, live: Option<serde_json::Value>) -> Result<serde_json::Value> {
     let live = live_of(live)?;
-    serde_json::to_value(ops::audit::run(
+    let mut findings = serde_json::to_value(ops::audit::run(
         &claw_identity_core::paths::host_path(&config),
         live.as_ref(),
     ))
-    .map_err(|e| Error::from_reason(format!("claw-identity: cannot encode the findings: {e}")))
+    .map_err(|e| Error::from_reason(format!("claw-identity: cannot encode the findings: {e}")))?;
+    ops::shown_value(&mut findings);
+    Ok(findings)
 }
 
 /// How OpenClaw would launch each `mcp.servers` entry whose tools the layer
@@ -382,7 +387,11 @@ pub fn ops_explain(args: OpsExplainArgs) -> Result<OpsReport> {
         session_key: args.session_key.as_deref(),
         params: &params,
     })
-    .map_err(|e| Error::from_reason(format!("claw-identity: cannot explain: {e}")))?;
+    .map_err(|e| {
+        Error::from_reason(redact::scrub(&format!(
+            "claw-identity: cannot explain: {e}"
+        )))
+    })?;
     ops_report(e.ok, e.render(), &e)
 }
 

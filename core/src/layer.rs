@@ -436,13 +436,14 @@ impl Layer {
         }
     }
 
-    /// The map in force: each agent with its token's fingerprint, sorted.
+    /// The map in force: each agent (as `redact::shown` prints it: a token
+    /// used as an agent id is a valid id) with its token's fingerprint, sorted.
     pub fn fingerprints(&self) -> Vec<(String, String)> {
         let snap = self.shared.snapshot.load();
         snap.map
             .sorted()
             .into_iter()
-            .map(|(id, t)| (id.to_owned(), t.fingerprint()))
+            .map(|(id, t)| (crate::redact::shown(id), t.fingerprint()))
             .collect()
     }
 

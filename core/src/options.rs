@@ -126,8 +126,14 @@ impl Options {
         }
     }
 
-    /// Parses options from JSON text. Errors are one line, in the caller's terms.
+    /// Parses options from JSON text. Errors are one line, in the caller's
+    /// terms, and quote no token: a value pasted into the wrong option
+    /// (and echoed by serde, or by a check below) is shown by fingerprint.
     pub fn from_json(json: &str) -> Result<Options, String> {
+        Options::parse(json).map_err(|e| crate::redact::scrub(&e))
+    }
+
+    fn parse(json: &str) -> Result<Options, String> {
         let value: serde_json::Value =
             serde_json::from_str(json).map_err(|e| format!("options are not valid JSON: {e}"))?;
         let obj = match &value {
