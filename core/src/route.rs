@@ -129,17 +129,17 @@ fn workboard_call<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) 
 
 /// `automations`: the agents a job runs as or a wake reaches
 /// (cross-user-send), then, under `protectMap: "strict"`, jobs that run a
-/// command on the host (map-access).
+/// command on the host (map-access); token-text on the job and the text.
 fn automations<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
     let agents = cross_user_send::automation_agents(call.params);
     let named: Vec<&str> = agents.iter().map(String::as_str).collect();
     if let Some(d) = cross_user_send::assignees(cx, call, &named) {
-        return d;
+        return token_text::scan(d, cx, call);
     }
     if cx.opts.protect_map == ProtectMap::Strict {
-        return map_access::automations(cx, call, route);
+        return token_text::scan(map_access::automations(cx, call, route), cx, call);
     }
-    Decision::pass()
+    token_text::scan(Decision::pass(), cx, call)
 }
 
 /// `sessions_send`: cross-user-send, then delegation-session; a token pasted
@@ -384,7 +384,7 @@ pub static ROUTES: &[Route] = &[
         tools: &["automations"],
         rule: cross_user_send::RULE_ID,
         reads: &["action", "job", "agentId", "sessionKey"],
-        scans: &[],
+        scans: token_text::AUTOMATION_SCANS,
         decide: automations,
         on: cross_user_or_strict,
         derived: false,
@@ -473,7 +473,7 @@ mod tests {
     #[test]
     fn every_param_token_text_scans_is_read_by_its_route() {
         let r = Router::new(&opts(json!({})));
-        let tools = ["sessions_send", "sessions_spawn"]
+        let tools = ["sessions_send", "sessions_spawn", "automations"]
             .into_iter()
             .chain(workboard_scope::TOOLS)
             .chain(workboard_scope::ASSIGN_TOOLS)

@@ -12,7 +12,10 @@
 //! - Workboard: every string of a card, comment, proof, log entry,
 //!   attachment or board, decomposed children included
 //!   (`extensions/workboard/index.js`: the tools' schemas are strict, so
-//!   the fields below are all a call can carry).
+//!   the fields below are all a call can carry);
+//! - `automations`: every string of a job (its payload is a later run's
+//!   prompt, possibly another agent's) and a wake's system-event `text`
+//!   (`createCronToolSchema`, `cron-tool-*.mjs`).
 //!
 //! Each redaction is also a hit (`Decision::redaction`), which the layer
 //! counts and logs. The rule rides on the decision of the rule that routes
@@ -33,6 +36,9 @@ pub const RULE_ID: &str = "token-text";
 pub const SEND_SCANS: &[&str] = &["message"];
 /// `sessions_spawn`'s text params.
 pub const SPAWN_SCANS: &[&str] = &["task", "label", "taskName"];
+/// `automations`' text params: a wake's event text (the job is read whole
+/// by rule `cross-user-send`).
+pub const AUTOMATION_SCANS: &[&str] = &["text"];
 /// `sessions_spawn`'s structured params that reach the child: read exactly.
 pub const SPAWN_READS: &[&str] = &["attachments", "attachAs", "outputSchema"];
 
@@ -104,6 +110,7 @@ pub fn fields(tool: &str) -> impl Iterator<Item = &'static str> {
     let lists: &[&[&'static str]] = match tool {
         "sessions_send" => &[SEND_SCANS],
         "sessions_spawn" => &[SPAWN_SCANS, SPAWN_READS],
+        "automations" => &[AUTOMATION_SCANS, &["job"]],
         t if WORKBOARD_TOOLS.contains(&t) => &[WORKBOARD_SCANS, WORKBOARD_READS],
         // The children's and the orchestration's text (`workboard_scope::READS`).
         t if t.starts_with("workboard_") => &[
@@ -361,6 +368,19 @@ mod tests {
             base64::decode_strict(out["contentBase64"].as_str().unwrap()).unwrap(),
             fp().as_bytes()
         );
+    }
+
+    #[test]
+    fn an_automations_prompt_and_a_wakes_text_lose_their_tokens() {
+        let (out, hits) = run(
+            "automations",
+            json!({"action": "add", "job": {"name": "nightly", "payload": {"kind": "agentTurn", "message": format!("use {T}")}}}),
+        );
+        assert_eq!(out["job"]["payload"]["message"], format!("use {}", fp()));
+        assert_eq!(out["job"]["name"], "nightly");
+        assert_eq!(hits.runs, 1);
+        let (out, _) = run("automations", json!({"action": "wake", "text": T}));
+        assert_eq!(out["text"], fp());
     }
 
     #[test]
