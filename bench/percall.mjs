@@ -80,7 +80,7 @@ function pluginPair(tokenMapPath, logger, entry = plugin) {
 /**
  * The plain-JS redactor: one case-insensitive regex of the map's tokens,
  * over every string of the result (copied where one matched). It replaces
- * whole tokens only, where the addon also replaces any 17-digit piece of one.
+ * whole tokens only, where the addon replaces any hex run holding 16 digits of one.
  */
 export function plainRedactor(tokens) {
   const re = new RegExp(tokens.join('|'), 'gi');
