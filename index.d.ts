@@ -272,10 +272,7 @@ export function stats(): IdentityStats | undefined;
  * `event.toolName`. Throws only for a result too deep to walk, which
  * OpenClaw then replaces with an error.
  */
-export function redactToolResult(
-  event: { result?: unknown; toolName?: string },
-  ctx?: { agentId?: string },
-): { result: unknown } | undefined;
+export function redactToolResult(event: { result?: unknown; toolName?: string }, ctx?: { agentId?: string }): { result: unknown } | undefined;
 
 /** The first 12 hex digits of the sha256 of `secret`: how tokens are shown. */
 export function fingerprint(secret: string): string;

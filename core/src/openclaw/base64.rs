@@ -27,7 +27,7 @@ pub fn decode_strict(value: &str) -> Option<Vec<u8>> {
         .filter(|c| !crate::rules::agent_ids::is_js_space(*c))
         .map(|c| u8::try_from(u32::from(c)).unwrap_or(0))
         .collect();
-    if text.is_empty() || text.len() % 4 != 0 {
+    if text.is_empty() || !text.len().is_multiple_of(4) {
         return None;
     }
     let pad = text.iter().rev().take_while(|c| **c == b'=').count();
