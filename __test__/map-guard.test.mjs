@@ -133,11 +133,9 @@ test('the oracle attack through the middleware: 16 known digits and a guessed 17
     for (const j of [0, 8, 14]) assert.deepEqual(guesses(t.slice(from, from + j)), Array(16).fill(null), `${from} ${j}`);
   }
   // 15 known digits are the threshold (docs/threat-model.md): the right guess alone goes.
-  const views = guesses(t.slice(10, 25));
-  assert.deepEqual(
-    views.map((v, i) => (v === null ? null : '0123456789abcdef'[i])),
-    [...'0123456789abcdef'].map((g) => (g === t[25] ? g : null)),
-  );
+  const gone = guesses(t.slice(10, 25)).flatMap((v, i) => (v === null ? [] : [i]));
+  assert.equal(gone.length, 1, 'not exactly one guess went');
+  assert.ok('0123456789abcdef'[gone[0]] === t[25], 'a wrong guess went');
   s.layer.close();
 });
 

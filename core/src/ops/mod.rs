@@ -99,7 +99,7 @@ mod tests {
     fn every_string_of_a_report_is_shown_without_a_token_keys_too() {
         let mut v = json!({"agentId": P, "list": [format!("bind /srv/{P}:/x"), 3], P: {"k": "sha256:0123456789ab"}});
         shown_value(&mut v);
-        assert!(!leaks(&v.to_string()), "{v}");
+        assert!(!leaks(&v.to_string()), "{}", scrub(&v.to_string()));
         assert_eq!(v["list"][1], 3);
         assert_eq!(
             v["list"][0].as_str().unwrap().split(' ').next(),
@@ -144,6 +144,8 @@ mod tests {
             json!({"tokenMapPath": format!("{m}{P}")}),
         ] {
             let cfg = config(plugin.clone());
+            // Failure messages show the case and the output scrubbed: no token printed.
+            let case = scrub(&plugin.to_string());
             let r = doctor::run(&doctor::DoctorArgs {
                 map: None,
                 config: Some(&cfg),
@@ -153,11 +155,12 @@ mod tests {
             let (text, json) = shown_report(&r.render(), &r).unwrap();
             assert!(
                 !leaks(&text) && !leaks(&json.to_string()),
-                "doctor, {plugin}: {text}"
+                "doctor, {case}: {}",
+                scrub(&text)
             );
             let mut findings = serde_json::to_value(audit::run(&cfg, None)).unwrap();
             shown_value(&mut findings);
-            assert!(!leaks(&findings.to_string()), "audit, {plugin}: {findings}");
+            assert!(!leaks(&findings.to_string()), "audit, {case}");
             let params = serde_json::Map::from_iter([("note".to_owned(), json!(P))]);
             match explain::run(&explain::ExplainArgs {
                 map: None,
@@ -171,10 +174,11 @@ mod tests {
                     let (text, json) = shown_report(&e.render(), &e).unwrap();
                     assert!(
                         !leaks(&text) && !leaks(&json.to_string()),
-                        "explain, {plugin}: {text}"
+                        "explain, {case}: {}",
+                        scrub(&text)
                     );
                 }
-                Err(e) => assert!(!leaks(&e), "explain, {plugin}: {e}"),
+                Err(e) => assert!(!leaks(&e), "explain, {case}: {}", scrub(&e)),
             }
         }
         let _ = std::fs::remove_dir_all(&d);

@@ -510,7 +510,7 @@ mod tests {
                         .filter(|&i| v.iter().filter(|x| **x == v[i]).count() == 1)
                         .collect();
                     let [i] = odd[..] else { continue };
-                    assert_eq!(HEX[i], token.as_bytes()[edge], "the oracle lied");
+                    assert!(HEX[i] == token.as_bytes()[edge], "the oracle lied");
                     if after {
                         to += 1;
                     } else {
@@ -548,7 +548,10 @@ mod tests {
                 for after in [true, false] {
                     let echoes = echoes(known, after);
                     for e in &echoes {
-                        assert!(matches!(r.redact_str(e), Cow::Borrowed(_)), "{e}");
+                        assert!(
+                            matches!(r.redact_str(e), Cow::Borrowed(_)),
+                            "{from} {j} {after}"
+                        );
                     }
                 }
             }
@@ -582,8 +585,13 @@ mod tests {
         let r = Redactor::new([C]);
         let echoes = echoes(&C[10..25], true);
         assert!(tells(&r, &echoes));
-        let redacted: Vec<&String> = echoes.iter().filter(|e| r.redact_str(e) != **e).collect();
-        assert_eq!(redacted, vec![&format!("echo {} done", &C[10..26])]);
+        let gone: Vec<usize> = (0..16)
+            .filter(|&i| r.redact_str(&echoes[i]) != echoes[i])
+            .collect();
+        assert!(
+            gone.len() == 1 && HEX[gone[0]] == C.as_bytes()[25],
+            "not just the right guess went"
+        );
         assert_eq!(attack(&r, C, 10, 25), 64);
     }
 

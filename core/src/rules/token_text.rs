@@ -266,7 +266,7 @@ mod tests {
             derived_paths: &[],
         };
         let d = e.decide(&call, &view, &crate::sessions::NoHost);
-        assert!(!d.is_block(), "{tool}: {d:?}");
+        assert!(!d.is_block(), "{tool} was blocked");
         let mut out = params.clone();
         if let Some(p) = d.patch() {
             for (k, v) in p.entries(e.options()).0 {
@@ -296,7 +296,7 @@ mod tests {
                 ],
             }),
         );
-        assert!(!leaks(&out), "{out}");
+        assert!(!leaks(&out), "{}", crate::redact::scrub(&out.to_string()));
         assert_eq!(out["task"], format!("use {}", fp()));
         assert_eq!(out["label"], format!("job {}", fp()));
         assert_eq!(out["attachments"][0]["content"], format!("token {}", fp()));
@@ -346,8 +346,16 @@ mod tests {
         ];
         for (tool, params) in cases {
             let (out, hits) = run(tool, params.clone());
-            assert!(!leaks(&out), "{tool}: {out}");
-            assert!(out.to_string().contains(&fp()), "{tool}: {out}");
+            assert!(
+                !leaks(&out),
+                "{tool}: {}",
+                crate::redact::scrub(&out.to_string())
+            );
+            assert!(
+                out.to_string().contains(&fp()),
+                "{tool}: {}",
+                crate::redact::scrub(&out.to_string())
+            );
             assert!(!hits.is_empty(), "{tool}");
         }
         // Decomposed children keep the board workboard-scope gives them.
