@@ -136,7 +136,7 @@ test("a delegation key an agent named itself carries another user's conversation
   const owned = () => layer.beforeToolCall({ toolName: 'claw-os__claw_notes', params: { _conversation_id: 'model' } }, { agentId: DALI, sessionKey: key });
   // paco--dali runs there on its own (an automation's sessionTarget): pepito's chat is not its to name.
   const forged = owned();
-  assert.ok(Object.hasOwn(forged.params, '_conversation_id'), 'the model\'s value is left in');
+  assert.ok(Object.hasOwn(forged.params, '_conversation_id'), "the model's value is left in");
   assert.equal(forged.params._conversation_id, undefined);
   // pepito's send, routed by the layer into that very session, makes it the layer's.
   const sent = await layer.beforeToolCall({ toolName: 'sessions_send', params: { agentId: DALI, message: 'hi' } }, { agentId: pepito, sessionKey: pepitoChat });
