@@ -733,7 +733,7 @@ test('doctor names a toolPrefix that can never match a tool, and why', () => {
   assert.equal(r.code, 1, r.stdout);
   assert.ok(
     r.stdout.includes(
-      `FAIL  plugin config: plugins.entries.claw-identity.config is invalid: toolPrefix "Claw OS__" ("claw os__" as OpenClaw compares tool ids) can never match a tool: it holds ' ', and OpenClaw's tool ids hold only letters, digits, _ and - (it turns anything else in an MCP server or tool name into -)\n`,
+      `FAIL  plugin config: plugins.entries.claw-identity.config is invalid: toolPrefix "Claw OS__" ("claw os__" as OpenClaw compares tool ids) can never match an MCP tool: it holds ' ', and OpenClaw's MCP tool ids hold only letters, digits, _ and - (it turns anything else in a server or tool name into -)\n`,
     ),
     r.stdout,
   );

@@ -248,7 +248,7 @@ test('toolPrefix is compared as OpenClaw names tools (trimmed, lowercased), and 
   assert.equal(layer.beforeToolCall(notes(), { agentId: DALI }).params.auth_token, tokens[DALI]);
   layer.close();
   for (const [prefix, why] of [
-    ['claw os__', /toolPrefix "claw os__" \("claw os__" as OpenClaw compares tool ids\) can never match a tool: it holds ' '/],
+    ['claw os__', /toolPrefix "claw os__" \("claw os__" as OpenClaw compares tool ids\) can never match an MCP tool: it holds ' '/],
     ['Claw.OS__', /"claw\.os__" as OpenClaw compares tool ids.*holds '\.'/],
     ['_claw__', /does not start with a letter/],
     [`${'s'.repeat(31)}__`, /longer than the 30 characters OpenClaw keeps/],

@@ -29,7 +29,8 @@ use claw_identity_core::redact::results::Hits;
 use claw_identity_core::rules::{Decision, Params, Patch, Slot, ToolCall, Verdict};
 use claw_identity_core::Layer;
 
-/// Set from the environment at load: makes a call to the tool `__panic__`
+/// Set from the environment at load: makes a call to the tool
+/// `claw-os____panic__` (an owned tool under the default `toolPrefix`)
 /// panic inside the decision, so a test can show that a panic fails closed.
 /// No model can set a gateway's environment.
 pub static PANIC_TEST: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -369,7 +370,7 @@ impl JsLayer {
             Cow::Borrowed(t) => Seen::InBuf(t.len()),
             Cow::Owned(t) => Seen::Heap(t.clone()),
         };
-        if PANIC_TEST.load(std::sync::atomic::Ordering::Relaxed) && tool == "__panic__" {
+        if PANIC_TEST.load(std::sync::atomic::Ordering::Relaxed) && tool == "claw-os____panic__" {
             panic!("the panic test tool");
         }
         let (mut agent_buf, mut session_buf) = ([0u8; ID_BUF], [0u8; ID_BUF]);

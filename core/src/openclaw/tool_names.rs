@@ -81,7 +81,8 @@ pub fn tool_id(safe_server: &str, tool: &str) -> String {
 
 /// `toolPrefix` as the hook will compare it: trimmed and lowercased, as
 /// OpenClaw normalizes the tool names it hands the hook, so `Claw-OS__` owns
-/// `claw-os__claw_notes`. A prefix no tool id can start with is an error
+/// `claw-os__claw_notes`. The prefix names MCP tools (the layer's owned
+/// tools), and one no MCP tool id can start with is an error
 /// that says why and shows the normalized form: a character OpenClaw never
 /// keeps in an id, a first character an MCP server part can't start with,
 /// more than an id's 64 characters, or a server part longer than the 30
@@ -95,13 +96,13 @@ pub fn tool_prefix(raw: &str) -> Result<String, String> {
         .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_' || *c == '-'))
     {
         format!(
-            "holds {:?}, and OpenClaw's tool ids hold only letters, digits, _ and - (it turns anything else in an MCP server or tool name into -)",
+            "holds {:?}, and OpenClaw's MCP tool ids hold only letters, digits, _ and - (it turns anything else in a server or tool name into -)",
             c
         )
     } else if !p.starts_with(|c: char| c.is_ascii_lowercase()) {
         "does not start with a letter, and the server part of an MCP tool id always does (OpenClaw puts mcp- before any other)".to_owned()
     } else if p.len() > ID_MAX {
-        format!("is longer than the {ID_MAX} characters of a tool id")
+        format!("is longer than the {ID_MAX} characters of an MCP tool id")
     } else if !server_part_fits(&p) {
         format!(
             "needs a server part longer than the {SERVER_MAX} characters OpenClaw keeps of an MCP server's name: write the first {SERVER_MAX} characters of the server name, then __"
@@ -110,7 +111,7 @@ pub fn tool_prefix(raw: &str) -> Result<String, String> {
         return Ok(p);
     };
     Err(format!(
-        "toolPrefix \"{}\" (\"{}\" as OpenClaw compares tool ids) can never match a tool: it {why}",
+        "toolPrefix \"{}\" (\"{}\" as OpenClaw compares tool ids) can never match an MCP tool: it {why}",
         crate::redact::shown(raw),
         crate::redact::shown(&p),
     ))
