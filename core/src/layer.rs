@@ -515,13 +515,15 @@ impl Shared {
         if d.need_session.is_some() {
             return None; // not a decision yet: the call is decided again (and counted) once the session is known
         }
-        self.note_redaction(
-            call.agent_id,
-            Some(call.tool),
-            "message for another agent",
-            &d.redaction,
-            Instant::now(),
-        );
+        if !d.redaction.is_empty() {
+            self.note_redaction(
+                call.agent_id,
+                Some(call.tool),
+                "message for another agent",
+                &d.redaction,
+                Instant::now(),
+            );
+        }
         let c = &self.counters;
         match d.token {
             TokenStatus::Injected(_) => {

@@ -149,12 +149,15 @@ pub fn evaluate<'a>(cx: &Context<'_, '_>, call: &ToolCall<'a>) -> Origin<'a> {
     let Some(session_key) = call.session_key else {
         return Origin::Unknown;
     };
-    let caller = call.agent_id.and_then(normalize_agent_id);
+    // Only a delegation key is tested: the common call allocates nothing here.
     let trusted = |key: &str, conversation: &str| {
         cx.sessions.made(key)
-            || match (&caller, session_key_agent(conversation)) {
+            || match (
+                call.agent_id.and_then(normalize_agent_id),
+                session_key_agent(conversation),
+            ) {
                 (Some(caller), Some(agent)) => matches!(
-                    reach(&cx.opts.rules.cross_user_send, caller, &agent),
+                    reach(&cx.opts.rules.cross_user_send, &caller, &agent),
                     Reach::SameUser | Reach::Granted(Access::Allow)
                 ),
                 _ => false,
