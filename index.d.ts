@@ -214,6 +214,13 @@ export interface IdentityStats {
   logDropped: number;
   /** Internal errors caught by the hook (it never throws). */
   internalErrors: number;
+  /**
+   * Runs of text replaced because they held a piece of a token, in tool
+   * results, transcripts and text for another agent: each is a compromise
+   * signal, also logged (at most 10 lines a minute) with the agent, the tool
+   * and the token's fingerprint.
+   */
+  redactionHits: number;
   /** `"inotify"`, `"poll"` (always, on the WebAssembly build), `"starting"` or `"closed"`. */
   watcher: string;
   tokenMapPath: string;
@@ -290,13 +297,16 @@ export function stats(): IdentityStats | undefined;
 
 /**
  * The plugin's tool-result middleware (`api.registerAgentToolResultMiddleware`):
- * `{ result }`, a copy of `event.result` with every token of the process-wide
- * layer's map (and of the previous map, for 5 minutes after a rotation), in
- * any letter case, replaced by `sha256:<12 hex>` in every string; or
- * `undefined` when it holds none. Throws only for a result too deep to walk,
- * which OpenClaw then replaces with an error.
+ * `{ result }`, a copy of `event.result` in which every run of hex digits
+ * that holds 16 consecutive digits of a token of the process-wide layer's
+ * map (or of the previous map, for 5 minutes after a rotation), in any
+ * letter case, is replaced whole by `sha256:<12 hex>`, in every string; or
+ * `undefined` when it holds none. Each replacement counts in
+ * `stats().redactionHits` and is logged with `ctx.agentId` and
+ * `event.toolName`. Throws only for a result too deep to walk, which
+ * OpenClaw then replaces with an error.
  */
-export function redactToolResult(event: { result?: unknown }): { result: unknown } | undefined;
+export function redactToolResult(event: { result?: unknown; toolName?: string }, ctx?: { agentId?: string }): { result: unknown } | undefined;
 
 /** The first 12 hex digits of the sha256 of `secret`: how tokens are shown. */
 export function fingerprint(secret: string): string;

@@ -723,6 +723,81 @@ test('audit prints the security findings for a config, each with its fix, most s
   assert.match(usage.stderr, /^claw-identity audit: missing --config\n/);
 });
 
+test('doctor names a toolPrefix that can never match a tool, and why', () => {
+  const { dir, map } = healthy();
+  const cfg = config(
+    dir,
+    JSON.stringify({ plugins: { entries: { 'claw-identity': { enabled: true, config: { tokenMapPath: map, toolPrefix: ['claw-os__', 'Claw OS__'] } } } } }),
+  );
+  const r = cli(['doctor', '--config', cfg]);
+  assert.equal(r.code, 1, r.stdout);
+  assert.ok(
+    r.stdout.includes(
+      `FAIL  plugin config: plugins.entries.claw-identity.config is invalid: toolPrefix "Claw OS__" ("claw os__" as OpenClaw compares tool ids) can never match an MCP tool: it holds ' ', and OpenClaw's MCP tool ids hold only letters, digits, _ and - (it turns anything else in a server or tool name into -)\n`,
+    ),
+    r.stdout,
+  );
+  // A prefix in another case is the same prefix: valid.
+  const ok = config(
+    dir,
+    JSON.stringify({ plugins: { entries: { 'claw-identity': { enabled: true, config: { tokenMapPath: map, toolPrefix: 'Claw-OS__' } } } } }),
+  );
+  assert.match(cli(['doctor', '--config', ok]).stdout, /ok {4}plugin config: valid/);
+});
+
+test('doctor, audit and explain print no token pasted into an agent id, a bind, an option or a param', () => {
+  const pasted = randomToken();
+  const dir = tempDir();
+  const map = path.join(dir, 'agent-tokens.json');
+  // A token is a valid agent id: the map may hold one as a key.
+  writeMap(map, { [pasted]: randomToken(), [FRANCIS]: randomToken() });
+  const entries = {
+    [pasted]: { sandbox: { mode: 'all', docker: { binds: [`/srv/${pasted}:/x:ro`] } } },
+    [FRANCIS]: { workspace: `/w/${pasted.toUpperCase()}`, tools: { exec: { host: pasted } } },
+  };
+  for (const options of [{}, { tokenParam: pasted }, { toolPrefix: pasted }, { onMissingToken: pasted }]) {
+    const cfg = config(
+      dir,
+      JSON.stringify({ agents: { entries }, plugins: { entries: { 'claw-identity': { enabled: true, config: { tokenMapPath: map, ...options } } } } }),
+    );
+    const label = JSON.stringify(Object.keys(options));
+    for (const args of [
+      ['doctor', '--config', cfg],
+      ['doctor', '--config', cfg, '--json'],
+      ['audit', '--config', cfg],
+      ['audit', '--config', cfg, '--json'],
+      [
+        'explain',
+        '--config',
+        cfg,
+        '--agent',
+        pasted,
+        '--tool',
+        'claw-os__x',
+        '--session-key',
+        `agent:${pasted}:main`,
+        '--params',
+        JSON.stringify({ note: pasted }),
+      ],
+      ['explain', '--config', cfg, '--agent', FRANCIS, '--tool', pasted, '--json'],
+    ]) {
+      const r = cli(args);
+      assert.ok(r.stdout.length + r.stderr.length > 0, `${args[0]} ${label} printed nothing`);
+      assertNoTokenIn(r.stdout + (r.guarded ?? ''), `${args.join(' ')} ${label} (stdout)`);
+      assertNoTokenIn(r.stderr, `${args.join(' ')} ${label} (stderr)`);
+    }
+  }
+  // An invalid option is still named, with the value shown by its fingerprint.
+  const cfg = config(
+    dir,
+    JSON.stringify({ plugins: { entries: { 'claw-identity': { enabled: true, config: { tokenMapPath: map, onMissingToken: pasted } } } } }),
+  );
+  assert.match(
+    cli(['doctor', '--config', cfg]).stdout,
+    /FAIL {2}plugin config: plugins\.entries\.claw-identity\.config is invalid: invalid options: onMissingToken: unknown variant `<redacted sha256:[0-9a-f]{12}>`/,
+  );
+});
+
 test('every command has --help, with the exit codes scripts rely on', () => {
   for (const cmd of ['doctor', 'explain', 'write-map', 'audit']) {
     const r = cli([cmd, '--help']);

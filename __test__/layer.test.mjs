@@ -243,6 +243,20 @@ test('toolPrefix may be a list, and tokenParam renames the parameter', () => {
   layer.close();
 });
 
+test('toolPrefix is compared as OpenClaw names tools (trimmed, lowercased), and one that can never match is refused, saying why', () => {
+  const { layer, tokens } = setup({ toolPrefix: ' Claw-OS__' });
+  assert.equal(layer.beforeToolCall(notes(), { agentId: DALI }).params.auth_token, tokens[DALI]);
+  layer.close();
+  for (const [prefix, why] of [
+    ['claw os__', /toolPrefix "claw os__" \("claw os__" as OpenClaw compares tool ids\) can never match an MCP tool: it holds ' '/],
+    ['Claw.OS__', /"claw\.os__" as OpenClaw compares tool ids.*holds '\.'/],
+    ['_claw__', /does not start with a letter/],
+    [`${'s'.repeat(31)}__`, /longer than the 30 characters OpenClaw keeps/],
+  ]) {
+    assert.throws(() => new IdentityLayer({ toolPrefix: ['claw-os__', prefix] }), why, prefix);
+  }
+});
+
 test('unknown options are an error that names every one of them', () => {
   assert.throws(
     () => new IdentityLayer({ tokenMap: 'x', prefix: 'y' }),

@@ -110,3 +110,89 @@ test('a token pasted into a message for another agent is taken out before it is 
   assert.equal(call(s.layer, 'sessions_spawn', { task: 'no token' }), undefined);
   s.layer.close();
 });
+
+test('the oracle attack through the middleware: 16 known digits and a guessed 17th come back the same for every guess', () => {
+  const s = setup();
+  const log = captureLogger();
+  configure({ tokenMapPath: s.file, logger: log.logger });
+  const t = s.tokens[DALI];
+  const seen = (text) => {
+    const r = redactToolResult({ toolName: 'exec', result: { content: [{ type: 'text', text: `echo ${text}` }] } }, { agentId: FRANCIS });
+    return r === undefined ? null : r.result.content[0].text;
+  };
+  const guesses = (known, after = true) => [...'0123456789abcdef'].map((g) => seen(after ? `${known}${g}` : `${g}${known}`));
+  const distinct = (views) => new Set(views).size;
+  for (const from of [0, 20, 47]) {
+    // 16 known digits: every echo is the fingerprint alone, right guess or wrong.
+    for (const after of [true, false]) {
+      const views = guesses(t.slice(from, from + 16), after);
+      assert.equal(distinct(views), 1, `${from} ${after}: ${views}`);
+      assert.equal(views[0], `echo sha256:${fingerprint(t)}`);
+    }
+    // Fewer than 15: nothing is redacted, whatever the guess.
+    for (const j of [0, 8, 14]) assert.deepEqual(guesses(t.slice(from, from + j)), Array(16).fill(null), `${from} ${j}`);
+  }
+  // 15 known digits are the threshold (docs/threat-model.md): the right guess alone goes.
+  const gone = guesses(t.slice(10, 25)).flatMap((v, i) => (v === null ? [] : [i]));
+  assert.equal(gone.length, 1, 'not exactly one guess went');
+  assert.ok('0123456789abcdef'[gone[0]] === t[25], 'a wrong guess went');
+  s.layer.close();
+});
+
+test('a redaction in a tool result is a hit: counted in stats() and logged with the agent, the tool and the fingerprint, never a digit', () => {
+  const s = setup();
+  const log = captureLogger();
+  const layer = configure({ tokenMapPath: s.file, logger: log.logger });
+  const t = s.tokens[DALI];
+  const before = layer.stats().redactionHits;
+  const r = redactToolResult(
+    { toolName: 'exec', result: { content: [{ type: 'text', text: `${t}\n${t.slice(3, 40)}` }] } },
+    { agentId: FRANCIS, sessionKey: MAIN },
+  );
+  assertNoTokenIn(JSON.stringify(r));
+  assert.equal(layer.stats().redactionHits, before + 2);
+  const hit = log.lines.filter((l) => l.line.includes('token redacted'));
+  assert.equal(hit.length, 1, log.text());
+  assert.equal(hit[0].level, 'warn');
+  assert.match(hit[0].line, new RegExp(`from a tool result: tool=exec agent=${FRANCIS} token sha256:${fingerprint(t)} \\(2 runs replaced`));
+  assertNoTokenIn(hit[0].line);
+  // Nothing found: no hit, no line.
+  assert.equal(redactToolResult({ toolName: 'exec', result: { content: [{ type: 'text', text: t.slice(0, 15) }] } }, { agentId: FRANCIS }), undefined);
+  assert.equal(layer.stats().redactionHits, before + 2);
+  s.layer.close();
+});
+
+test('every text a spawn or a Workboard card hands another run loses its tokens, and each is a hit', () => {
+  const s = setup();
+  const t = s.tokens[DALI];
+  const sha = `sha256:${fingerprint(t)}`;
+  const before = s.layer.stats().redactionHits;
+  const spawn = call(s.layer, 'sessions_spawn', {
+    task: 'summarize',
+    label: `job ${t}`,
+    attachments: [
+      { name: 'notes.txt', content: `key=${t}` },
+      { name: 'env', content: Buffer.from(`TOKEN=${t}\n`).toString('base64'), encoding: 'base64' },
+    ],
+  });
+  recordEmitted('spawn params', JSON.stringify(spawn.params));
+  assertNoTokenIn(JSON.stringify(spawn.params));
+  assert.equal(spawn.params.label, `job ${sha}`);
+  assert.equal(spawn.params.attachments[0].content, `key=${sha}`);
+  assert.equal(Buffer.from(spawn.params.attachments[1].content, 'base64').toString(), `TOKEN=${sha}\n`);
+  for (const [tool, params] of [
+    ['workboard_create', { title: `rotate ${t}`, notes: t.slice(0, 32) }],
+    ['workboard_comment', { id: 'card-1', body: `the token: ${t.toUpperCase()}` }],
+    ['workboard_decompose', { id: 'card-1', children: [{ title: 'a', notes: `use ${t}` }] }],
+    ['workboard_complete', { id: 'card-1', summary: 'done', proof: { note: t } }],
+  ]) {
+    const r = call(s.layer, tool, params);
+    recordEmitted(`${tool} params`, JSON.stringify(r?.params));
+    assert.ok(r?.params, `${tool} was not rewritten`);
+    assertNoTokenIn(JSON.stringify(r.params));
+    assert.ok(JSON.stringify(r.params).includes(sha), tool);
+  }
+  assert.equal(s.layer.stats().redactionHits, before + 3 + 5);
+  assert.ok(s.log.has(new RegExp(`token redacted from a message for another agent: tool=workboard_comment agent=${FRANCIS} token ${sha}`)), s.log.text());
+  s.layer.close();
+});

@@ -198,8 +198,8 @@ test('a panic while deciding fails closed and the process lives on', () => {
   const map = mapWith({ [FRANCIS]: randomToken() });
   const script = `
     const native = require(${JSON.stringify(nativePath)});
-    const layer = new native.IdentityLayer({ tokenMapPath: ${JSON.stringify(map)}, toolPrefix: ['claw-os__', '__'], logger: { info() {}, warn() {}, error(l) { console.log('ERROR ' + l); } } });
-    const r = layer.beforeToolCall({ toolName: '__panic__', params: {} }, { agentId: 'paco--francis' });
+    const layer = new native.IdentityLayer({ tokenMapPath: ${JSON.stringify(map)}, logger: { info() {}, warn() {}, error(l) { console.log('ERROR ' + l); } } });
+    const r = layer.beforeToolCall({ toolName: 'claw-os____panic__', params: {} }, { agentId: 'paco--francis' });
     const after = layer.beforeToolCall({ toolName: 'claw-os__x', params: {} }, { agentId: 'paco--francis' });
     console.log(JSON.stringify({ r, after: typeof after?.params?.auth_token, errors: layer.stats().internalErrors }));
     layer.close();`;
@@ -213,7 +213,7 @@ test('a panic while deciding fails closed and the process lives on', () => {
       assert.equal(out.r.block, true);
       assert.match(out.r.blockReason, /^auth-token: claw-identity could not decide this call/);
       assert.equal(out.errors, 1);
-      assert.match(p.stdout, /ERROR \[claw-identity\] internal error deciding tool=__panic__: a panic/);
+      assert.match(p.stdout, /ERROR \[claw-identity\] internal error deciding tool=claw-os____panic__: a panic/);
     } else {
       assert.equal(out.r?.block, undefined, 'without the test switch, no panic');
     }

@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 
-import plugin from './helpers/subject.mjs';
+import plugin, { stats } from './helpers/subject.mjs';
 import { assertNoTokenIn, captureLogger, fingerprint, randomToken, recordEmitted, tempDir, waitFor, writeMap, writeMapAtomic } from './helpers/support.mjs';
 
 const FRANCIS = 'paco--francis';
@@ -53,7 +53,7 @@ test('both handlers are registered at the lowest priority, so they see the messa
   }
 });
 
-test('a tool result: tokens become fingerprints in content[].text and in details, in any case and inside longer hex runs', () => {
+test('a tool result: tokens become fingerprints in content[].text and in details, in any case; a longer hex run holding one goes whole', () => {
   const s = setup();
   const [f, d] = [s.tokens[FRANCIS], s.tokens[DALI]];
   // jsonResult(payload): the payload twice, as text and as details.
@@ -74,7 +74,7 @@ test('a tool result: tokens become fingerprints in content[].text and in details
   const r = checked('tool_result_persist', s.persist({ toolName: 'exec', toolCallId: 'call_1', message, isSynthetic: false }));
   const m = r.message;
   assert.equal(JSON.parse(m.content[0].text).stdout, `${sha(f)}\n`);
-  assert.deepEqual(m.details, { stdout: `${sha(f)}\n`, env: { CLAW_TOKEN: sha(d) }, list: [`0x${sha(f)}ff`] });
+  assert.deepEqual(m.details, { stdout: `${sha(f)}\n`, env: { CLAW_TOKEN: sha(d) }, list: [`0x${sha(f)}`] });
   assert.deepEqual(m.content[1], message.content[1], 'an image block is kept');
   assert.deepEqual(
     [m.role, m.toolCallId, m.toolName, m.isError, m.timestamp],
@@ -129,6 +129,22 @@ test("an assistant message: the model's own tool-call arguments (and its text) a
     arguments: { agentId: DALI, message: `Keep ${sha(f)}`, nested: { [sha(d)]: true } },
   });
   assert.deepEqual(r.message.usage, message.usage);
+});
+
+test('a token found in what is stored is a hit: counted, and logged with the agent, the tool and its fingerprint', () => {
+  const s = setup();
+  const f = s.tokens[FRANCIS];
+  const before = stats().redactionHits;
+  const message = { role: 'toolResult', toolCallId: 'c', toolName: 'exec', content: [{ type: 'text', text: `${f} ${f.slice(5, 30)}` }], timestamp: 1 };
+  checked('tool_result_persist', s.persist({ toolName: 'exec', toolCallId: 'c', message, isSynthetic: false }));
+  assert.equal(stats().redactionHits, before + 2);
+  const line = s.log.lines.at(-1);
+  assert.match(line.line, new RegExp(`^\\[claw-identity\\] token redacted from a transcript: tool=exec agent=${FRANCIS} token ${sha(f)} \\(2 runs`));
+  assert.equal(line.level, 'warn');
+  // The model's own words, in before_message_write (no tool there): the agent still named.
+  checked('before_message_write', s.write({ message: { role: 'assistant', content: [{ type: 'text', text: `echo ${f.slice(0, 16)}` }], timestamp: 2 } }));
+  assert.equal(stats().redactionHits, before + 3);
+  assert.match(s.log.lines.at(-1).line, new RegExp(`tool=<none> agent=${FRANCIS} token ${sha(f)} \\(1 run `));
 });
 
 test('a message without a token is left alone: the handler returns nothing', () => {

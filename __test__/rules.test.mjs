@@ -122,6 +122,32 @@ test('an "ask" grant gives OpenClaw exactly its requireApproval shape, with the 
   layer.close();
 });
 
+test("a delegation key an agent named itself carries another user's conversation only once the layer made that session", async () => {
+  const pepito = 'pepito--atlas';
+  const pepitoChat = 'agent:pepito--atlas:telegram:direct:777';
+  // What delegation-session makes of pepito's send to paco--dali from that chat.
+  const key = 'agent:paco--dali:delegation:agent.pepito--atlas.telegram.direct.777';
+  const s = fakeSessions();
+  const { layer } = layerWith({
+    tokens: { [DALI]: randomToken() },
+    sessions: s.store,
+    rules: { crossUserSend: { grants: { [pepito]: { [DALI]: 'allow' } } } },
+  });
+  const owned = () => layer.beforeToolCall({ toolName: 'claw-os__claw_notes', params: { _conversation_id: 'model' } }, { agentId: DALI, sessionKey: key });
+  // paco--dali runs there on its own (an automation's sessionTarget): pepito's chat is not its to name.
+  const forged = owned();
+  assert.ok(Object.hasOwn(forged.params, '_conversation_id'), "the model's value is left in");
+  assert.equal(forged.params._conversation_id, undefined);
+  // pepito's send, routed by the layer into that very session, makes it the layer's.
+  const sent = await layer.beforeToolCall({ toolName: 'sessions_send', params: { agentId: DALI, message: 'hi' } }, { agentId: pepito, sessionKey: pepitoChat });
+  assert.equal(sent.params.sessionKey, key);
+  assert.deepEqual(s.ensured, [[DALI, key]]);
+  assert.equal(owned().params._conversation_id, pepitoChat);
+  // Within one user, a delegation carries its conversation as before.
+  assert.equal(layer.beforeToolCall({ toolName: 'claw-os__claw_notes', params: {} }, { agentId: DALI, sessionKey: DALI_SESSION }).params._conversation_id, C);
+  layer.close();
+});
+
 test("a sub-agent call asks the session store for its spawner once, and carries the spawner's conversation", () => {
   const child = 'agent:paco--dali:subagent:7f1c';
   const s = fakeSessions({ spawners: { [child]: DALI_SESSION } });

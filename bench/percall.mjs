@@ -80,7 +80,7 @@ function pluginPair(tokenMapPath, logger, entry = plugin) {
 /**
  * The plain-JS redactor: one case-insensitive regex of the map's tokens,
  * over every string of the result (copied where one matched). It replaces
- * whole tokens only, where the addon also replaces any 17-digit piece of one.
+ * whole tokens only, where the addon replaces any hex run holding 16 digits of one.
  */
 export function plainRedactor(tokens) {
   const re = new RegExp(tokens.join('|'), 'gi');
@@ -101,7 +101,7 @@ export function plainRedactor(tokens) {
   return (ev) => ({ result: walk(ev.result) });
 }
 
-export async function perCall({ samples, calls, clock = 'wall' }) {
+export async function perCall({ samples, calls, clock = 'wall', redactionOnly = false }) {
   const tmp = tempDir();
   const work = tempDir();
   try {
@@ -221,13 +221,28 @@ export async function perCall({ samples, calls, clock = 'wall' }) {
         ],
       });
     }
+    // Hex-heavy text with no token (`sha256sum` output, 1 MB): every line
+    // is a run of 64 hex digits the redactor must search.
+    const sums = Array.from({ length: Math.ceil((1024 * 1024) / 80) }, (_, i) => `${randomToken()}  file-${String(i).padStart(6, '0')}.bin\n`)
+      .join('')
+      .slice(0, 1024 * 1024);
+    const hex = result(sums);
+    redaction.push({
+      kb: 1024,
+      calls: Math.max(20, Math.floor(calls / (20 * 1024))),
+      variants: [
+        { id: 'r.hex.plain', run: () => plainRedact(hex) },
+        { id: 'r.hex', vs: 'r.hex.plain', run: () => redactToolResult(hex) },
+      ],
+    });
     if (tokenOnly) variants.push({ id: 'c.small.token', vs: 'a.small', run: () => tokenOnly.beforeToolCall(ev.small, cx.owned) });
     if (guardsSend) {
       variants.push({ id: 'c.send', run: () => quiet.beforeToolCall(ev.send, cx.send) });
       variants.push({ id: 'c.send+log', run: () => logged.beforeToolCall(ev.send, cx.send) });
     }
-    const rounds = await interleave(variants, { samples, calls, clock });
-    const wasmRounds = await interleave(wasmVariants, { samples, calls: Math.max(1000, Math.floor(calls / 50)), clock });
+    // `redactionOnly` (`--only=redaction`): the tool-result rows alone.
+    const rounds = redactionOnly ? null : await interleave(variants, { samples, calls, clock });
+    const wasmRounds = redactionOnly ? null : await interleave(wasmVariants, { samples, calls: Math.max(1000, Math.floor(calls / 50)), clock });
     wasmQuiet.close();
     const roundsById = {};
     for (const v of variants) roundsById[v.id] = rounds;
@@ -237,7 +252,8 @@ export async function perCall({ samples, calls, clock = 'wall' }) {
       for (const v of size.variants) roundsById[v.id] = rs;
     }
 
-    const all = [...variants, ...wasmVariants.filter((v) => v.id.startsWith('w.')), ...redaction.flatMap((s) => s.variants)];
+    const measured = redactionOnly ? [] : [...variants, ...wasmVariants.filter((v) => v.id.startsWith('w.'))];
+    const all = [...measured, ...redaction.flatMap((s) => s.variants)];
     const rows = all.map(({ id, vs }) => {
       const rs = roundsById[id];
       const floor = id.startsWith('w.') ? 'w.noop' : 'b.noop';

@@ -55,6 +55,7 @@ pub struct NativeStats {
     pub rewritten: i64,
     pub log_dropped: i64,
     pub internal_errors: i64,
+    pub redaction_hits: i64,
     pub watcher: String,
     pub token_map_path: String,
     pub posture: NativePosture,
@@ -148,6 +149,7 @@ fn native_stats(layer: &claw_identity_core::Layer) -> NativeStats {
         rewritten: s.rewritten as i64,
         log_dropped: s.log_dropped as i64,
         internal_errors: s.internal_errors as i64,
+        redaction_hits: s.redaction_hits as i64,
         watcher: s.watcher.to_owned(),
         token_map_path: s.token_map_path,
         posture: native_posture(&s.posture),
@@ -225,21 +227,45 @@ pub fn tiers(env: &Env) -> Result<Js<'_>> {
 /// and store the message unchanged. A message too deeply nested to check
 /// has the parts it can't check withheld (`bridge::persist`); one that
 /// can't be checked at all is stored unchanged, with an error logged.
-#[napi(ts_args_type = "event: { message?: unknown }")]
-pub fn redact_persisted<'e>(env: &'e Env, event: Js<'e>) -> Result<Js<'e>> {
+///
+/// A token found is a hit (`stats().redactionHits`, a log line naming
+/// `ctx.agentId` and the tool: `event.toolName` in `tool_result_persist`,
+/// the message's own `toolName` in `before_message_write`).
+#[napi(
+    ts_args_type = "event: { message?: unknown; toolName?: string }, ctx?: { agentId?: string; toolName?: string }"
+)]
+pub fn redact_persisted<'e>(env: &'e Env, event: Js<'e>, ctx: Option<Js<'e>>) -> Result<Js<'e>> {
     let layer = match ThreadState::of(env).and_then(|s| s.layer(env)) {
         Ok(l) => l,
         Err(_) => return Js::undefined_in(env),
     };
-    let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        if event.kind()? != bridge::js::Kind::Object {
-            return Ok(None);
-        }
-        let Some(message) = event.get(c"message")? else {
-            return Ok(None);
-        };
-        bridge::persist::redact_message(env.raw(), message, &layer.layer.redactor())
-    }));
+    let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(
+        || -> Result<Option<Js<'e>>> {
+            if event.kind()? != bridge::js::Kind::Object {
+                return Ok(None);
+            }
+            let Some(message) = event.get(c"message")? else {
+                return Ok(None);
+            };
+            let mut hits = redact::results::Hits::default();
+            let clean = bridge::persist::redact_message(
+                env.raw(),
+                message,
+                &layer.layer.redactor(),
+                &mut hits,
+            )?;
+            if !hits.is_empty() {
+                // `runToolResultPersist` and `runBeforeMessageWrite` (hooks-*.mjs).
+                let agent = ctx.map(|c| c.get(c"agentId")).transpose()?.flatten();
+                let tool = match event.get(c"toolName")? {
+                    Some(t) if t.kind()? == bridge::js::Kind::String => Some(t),
+                    _ => message.get(c"toolName")?,
+                };
+                layer.note_redaction(env, agent, tool, "transcript", &hits)?;
+            }
+            Ok(clean)
+        },
+    ));
     let clean = match checked {
         Ok(Ok(clean)) => clean,
         _ => {
@@ -332,14 +358,17 @@ pub struct OpsReport {
     pub report: serde_json::Value,
 }
 
+/// A report of doctor or explain, every string of it shown by
+/// `ops::shown_report` (no token pasted into what they echo is printed).
 fn ops_report<T: serde::Serialize>(ok: bool, text: String, report: &T) -> Result<OpsReport> {
-    let report = serde_json::to_value(report)
-        .map_err(|e| Error::from_reason(format!("claw-identity: cannot encode the report: {e}")))?;
+    let (text, report) = ops::shown_report(&text, report)
+        .map_err(|e| Error::from_reason(format!("claw-identity: {e}")))?;
     Ok(OpsReport { ok, text, report })
 }
 
+/// An operator tool's error: it may quote a config value.
 fn invalid(msg: String) -> Error {
-    bridge::layer::invalid(msg)
+    bridge::layer::invalid(redact::scrub(&msg))
 }
 
 /// What `--mcp` gathered (lib/probe.js), as the core reads it.
@@ -374,11 +403,13 @@ pub fn ops_doctor(
 #[napi(ts_return_type = "AuditFinding[]")]
 pub fn ops_audit(config: String, live: Option<serde_json::Value>) -> Result<serde_json::Value> {
     let live = live_of(live)?;
-    serde_json::to_value(ops::audit::run(
+    let mut findings = serde_json::to_value(ops::audit::run(
         &claw_identity_core::paths::host_path(&config),
         live.as_ref(),
     ))
-    .map_err(|e| Error::from_reason(format!("claw-identity: cannot encode the findings: {e}")))
+    .map_err(|e| Error::from_reason(format!("claw-identity: cannot encode the findings: {e}")))?;
+    ops::shown_value(&mut findings);
+    Ok(findings)
 }
 
 /// How OpenClaw would launch each `mcp.servers` entry whose tools the layer
@@ -427,7 +458,11 @@ pub fn ops_explain(args: OpsExplainArgs) -> Result<OpsReport> {
         session_key: args.session_key.as_deref(),
         params: &params,
     })
-    .map_err(|e| Error::from_reason(format!("claw-identity: cannot explain: {e}")))?;
+    .map_err(|e| {
+        Error::from_reason(redact::scrub(&format!(
+            "claw-identity: cannot explain: {e}"
+        )))
+    })?;
     ops_report(e.ok, e.render(), &e)
 }
 

@@ -120,6 +120,13 @@ impl Engine {
         self.sessions.note(session_key, entry);
     }
 
+    /// Records that the layer routed a send into the delegation session
+    /// `session_key` and had it created: calls made there carry its
+    /// conversation (rule `conversation-id`).
+    pub fn note_delegation(&self, session_key: &str) {
+        self.sessions.note_made(session_key);
+    }
+
     /// Records only who spawned a sub-agent session (`None`: nobody recorded).
     pub fn note_spawn(&self, child_session_key: &str, spawner_session_key: Option<&str>) {
         self.sessions
@@ -487,8 +494,10 @@ mod tests {
             }})
             .to_string(),
         );
+        // The shells (sandbox-pty) and the Workboard tools (token-text)
+        // have no switch.
         let mut left = off.routed_tools();
-        left.retain(|t| !map_access::EXEC_TOOLS.contains(t));
+        left.retain(|t| !map_access::EXEC_TOOLS.contains(t) && !t.starts_with("workboard_"));
         assert!(left.is_empty(), "{left:?}");
         assert!(off.concerns("claw-os__x"));
     }

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use crate::engine::Engine;
 use crate::log::{Level, LineBuf, Log};
 use crate::options::Options;
-use crate::redact::results::{Redactor, DEFAULT_GRACE};
+use crate::redact::results::{Hits, Redactor, DEFAULT_GRACE};
 use crate::redact::{as_is, Shown};
 use crate::rules::{Decision, MapView, TokenStatus, ToolCall, Verdict};
 use crate::token_map::{self, GateOptions, MapError, MapErrorKind, TokenMap};
@@ -122,6 +122,20 @@ struct Counters {
     blocked: AtomicU64,
     rewritten: AtomicU64,
     internal_errors: AtomicU64,
+    redaction_hits: AtomicU64,
+}
+
+/// Redaction hits are logged at most this many lines per
+/// [`HIT_LOG_WINDOW`]; the rest are counted, and the next line logged says
+/// how many were not: a flood of echoes can't drown the log.
+pub const HIT_LOG_LINES: u32 = 10;
+pub const HIT_LOG_WINDOW: Duration = Duration::from_secs(60);
+
+#[derive(Default)]
+struct HitLog {
+    since: Option<Instant>,
+    lines: u32,
+    unlogged: u64,
 }
 
 /// A point-in-time copy of the counters, for `stats()`.
@@ -140,6 +154,9 @@ pub struct Stats {
     pub rewritten: u64,
     pub log_dropped: u64,
     pub internal_errors: u64,
+    /// Runs of text replaced because they held a piece of a token, on
+    /// every surface a model sees (`Layer::note_redaction`).
+    pub redaction_hits: u64,
     pub watcher: &'static str,
     pub token_map_path: String,
     /// Whether the agents are contained (`crate::posture`).
@@ -156,6 +173,7 @@ struct Shared {
     counters: Counters,
     /// The warning that the grace lost tokens to its cap was given.
     warned_retired: AtomicBool,
+    hit_log: Mutex<HitLog>,
 }
 
 pub struct Layer {
@@ -191,6 +209,7 @@ impl Layer {
             stale: AtomicBool::new(false),
             counters: Counters::default(),
             warned_retired: AtomicBool::new(false),
+            hit_log: Mutex::new(HitLog::default()),
         });
         shared.reload();
         shared.log.info(format_args!(
@@ -429,6 +448,23 @@ impl Layer {
             .fetch_add(1, Ordering::Relaxed);
     }
 
+    /// A redaction that fired: some text on its way to a model (`surface`:
+    /// a tool result, a transcript, text for another agent) held a piece of
+    /// a token. That is a compromise signal, whoever put it there: it is
+    /// counted (`stats().redactionHits`) and logged with the agent, the
+    /// tool and the tokens' fingerprints, never a digit of them, at most
+    /// [`HIT_LOG_LINES`] lines per [`HIT_LOG_WINDOW`].
+    pub fn note_redaction(
+        &self,
+        agent: Option<&str>,
+        tool: Option<&str>,
+        surface: &str,
+        hits: &Hits,
+    ) {
+        self.shared
+            .note_redaction(agent, tool, surface, hits, Instant::now());
+    }
+
     /// Replaces every token of the map in force (and of the previous map,
     /// shortly after a rotation) in `text` by its fingerprint.
     pub fn redactor(&self) -> Arc<Redactor> {
@@ -458,6 +494,7 @@ impl Layer {
             rewritten: c.rewritten.load(Ordering::Relaxed),
             log_dropped: s.log.dropped(),
             internal_errors: c.internal_errors.load(Ordering::Relaxed),
+            redaction_hits: c.redaction_hits.load(Ordering::Relaxed),
             watcher: self
                 .watcher
                 .lock()
@@ -468,13 +505,14 @@ impl Layer {
         }
     }
 
-    /// The map in force: each agent with its token's fingerprint, sorted.
+    /// The map in force: each agent (as `redact::shown` prints it: a token
+    /// used as an agent id is a valid id) with its token's fingerprint, sorted.
     pub fn fingerprints(&self) -> Vec<(String, String)> {
         let snap = self.shared.snapshot.load();
         snap.map
             .sorted()
             .into_iter()
-            .map(|(id, t)| (id.to_owned(), t.fingerprint()))
+            .map(|(id, t)| (crate::redact::shown(id), t.fingerprint()))
             .collect()
     }
 
@@ -492,9 +530,68 @@ impl Drop for Layer {
 }
 
 impl Shared {
+    fn note_redaction(
+        &self,
+        agent: Option<&str>,
+        tool: Option<&str>,
+        surface: &str,
+        hits: &Hits,
+        now: Instant,
+    ) {
+        if hits.is_empty() {
+            return;
+        }
+        self.counters
+            .redaction_hits
+            .fetch_add(hits.runs, Ordering::Relaxed);
+        let unlogged = {
+            let mut h = self.hit_log.lock();
+            if h.since
+                .is_none_or(|s| now.saturating_duration_since(s) >= HIT_LOG_WINDOW)
+            {
+                h.since = Some(now);
+                h.lines = 0;
+            }
+            if h.lines >= HIT_LOG_LINES {
+                h.unlogged += hits.runs;
+                return;
+            }
+            h.lines += 1;
+            std::mem::take(&mut h.unlogged)
+        };
+        let also = if unlogged > 0 {
+            format!(
+                " ({unlogged} earlier hit{} within {} s were counted, not logged)",
+                if unlogged == 1 { "" } else { "s" },
+                HIT_LOG_WINDOW.as_secs()
+            )
+        } else {
+            String::new()
+        };
+        let fps = hits.fingerprints();
+        self.log.warn(format_args!(
+            "token redacted from a {surface}: tool={} agent={} token{} {} ({} run{} replaced by a fingerprint); a token that reaches a model is a compromise signal: find how it got there, and rotate it{also}",
+            Shown(tool.unwrap_or("<none>")),
+            Shown(agent.unwrap_or("<none>")),
+            if fps.len() == 1 { "" } else { "s" },
+            fps.join(", "),
+            hits.runs,
+            if hits.runs == 1 { "" } else { "s" },
+        ));
+    }
+
     fn account(&self, call: &ToolCall<'_>, d: &Decision<'_>) -> Option<LineBuf> {
         if d.need_session.is_some() {
             return None; // not a decision yet: the call is decided again (and counted) once the session is known
+        }
+        if !d.redaction.is_empty() {
+            self.note_redaction(
+                call.agent_id,
+                Some(call.tool),
+                "message for another agent",
+                &d.redaction,
+                Instant::now(),
+            );
         }
         let c = &self.counters;
         match d.token {
@@ -824,6 +921,85 @@ mod tests {
                 .redact_str(&token(39))
                 != token(39)
         );
+    }
+
+    /// A layer over `map` whose log lines are kept.
+    fn logged_layer(map: &std::path::Path) -> (Layer, Arc<Mutex<Vec<String>>>) {
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        let log = Log::new(
+            Some(Box::new(move |_, line: String| {
+                sink.lock().push(line);
+                true
+            })),
+            true,
+        );
+        let opts =
+            Options::from_json(&serde_json::json!({ "tokenMapPath": map }).to_string()).unwrap();
+        (Layer::load(opts, log), lines)
+    }
+
+    #[test]
+    fn a_redaction_hit_is_counted_and_logged_with_agent_tool_and_fingerprint_at_a_bounded_rate() {
+        let (_d, map) = map_dir("hits");
+        let t = token(3);
+        write(&map, &format!(r#"{{"paco--francis": "{t}"}}"#), 0o600);
+        let (l, lines) = logged_layer(&map);
+        let r = l.redactor();
+        let mut hits = Hits::default();
+        let text = format!("echo {} and {}", &t[..20], &t[30..]);
+        assert_ne!(r.redact_str_noting(&text, &mut hits), text);
+        lines.lock().clear();
+        let start = Instant::now();
+        let note = |at: Duration| {
+            l.shared.note_redaction(
+                Some("paco--francis"),
+                Some("exec"),
+                "tool result",
+                &hits,
+                start + at,
+            )
+        };
+        note(Duration::ZERO);
+        assert_eq!(l.stats().redaction_hits, 2);
+        let first = lines.lock()[0].clone();
+        let fp = crate::redact::fingerprint(&t);
+        for part in [
+            "token redacted from a tool result",
+            "tool=exec",
+            "agent=paco--francis",
+            &format!("token sha256:{fp}"),
+            "2 runs",
+            "rotate",
+        ] {
+            assert!(
+                first.contains(part),
+                "{part}: {}",
+                crate::redact::scrub(&first)
+            );
+        }
+        assert!(
+            (0..=48).all(|i| !first.contains(&t[i..i + 16])),
+            "a line shows digits of the token: {}",
+            crate::redact::scrub(&first)
+        );
+        // A flood: HIT_LOG_LINES lines per window, every hit counted.
+        for i in 1..40 {
+            note(Duration::from_millis(i));
+        }
+        assert_eq!(lines.lock().len(), HIT_LOG_LINES as usize);
+        assert_eq!(l.stats().redaction_hits, 80);
+        // The next window's first line says how many went unlogged.
+        note(HIT_LOG_WINDOW + Duration::from_secs(1));
+        let last = lines.lock().last().unwrap().clone();
+        assert!(
+            last.contains("(60 earlier hits within 60 s were counted, not logged)"),
+            "{last}"
+        );
+        assert_eq!(lines.lock().len(), HIT_LOG_LINES as usize + 1);
+        // Nothing found, nothing noted.
+        l.note_redaction(None, None, "transcript", &Hits::default());
+        assert_eq!(l.stats().redaction_hits, 82);
     }
 
     #[test]

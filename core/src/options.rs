@@ -130,8 +130,14 @@ impl Options {
         }
     }
 
-    /// Parses options from JSON text. Errors are one line, in the caller's terms.
+    /// Parses options from JSON text. Errors are one line, in the caller's
+    /// terms, and quote no token: a value pasted into the wrong option
+    /// (and echoed by serde, or by a check below) is shown by fingerprint.
     pub fn from_json(json: &str) -> Result<Options, String> {
+        Options::parse(json).map_err(|e| crate::redact::scrub(&e))
+    }
+
+    fn parse(json: &str) -> Result<Options, String> {
         let value: serde_json::Value =
             serde_json::from_str(json).map_err(|e| format!("options are not valid JSON: {e}"))?;
         let obj = match &value {
@@ -180,6 +186,11 @@ impl Options {
         if tool_prefixes.is_empty() || tool_prefixes.iter().any(|p| p.is_empty()) {
             return Err("toolPrefix must be a non-empty string or a non-empty list of non-empty strings (an empty prefix would inject tokens into every tool)".into());
         }
+        // Compared as OpenClaw hands tool names to the hook (trimmed, lowercased).
+        let tool_prefixes = tool_prefixes
+            .iter()
+            .map(|p| crate::openclaw::tool_names::tool_prefix(p))
+            .collect::<Result<Vec<_>, _>>()?;
 
         let token_param = raw
             .token_param
@@ -279,6 +290,14 @@ mod tests {
         assert_eq!(o.tool_prefixes, vec!["a__", "b__"]);
         assert!(Options::from_json(r#"{"toolPrefix": ""}"#).is_err());
         assert!(Options::from_json(r#"{"toolPrefix": []}"#).is_err());
+    }
+
+    #[test]
+    fn prefixes_are_normalized_and_one_that_can_never_match_is_refused() {
+        let o = Options::from_json(r#"{"toolPrefix": ["Claw-OS__", " b__"]}"#).unwrap();
+        assert_eq!(o.tool_prefixes, vec!["claw-os__", "b__"]);
+        let e = Options::from_json(r#"{"toolPrefix": ["claw-os__", "claw os__"]}"#).unwrap_err();
+        assert!(e.starts_with("toolPrefix \"claw os__\""), "{e}");
     }
 
     #[test]

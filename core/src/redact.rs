@@ -13,7 +13,9 @@ pub mod results;
 pub const FINGERPRINT_HEX: usize = 12;
 
 /// Any run of this many hex digits in text we print is treated as a possible
-/// secret. Agent ids and tool names never need that many.
+/// secret. Agent ids and tool names never need that many. The tool-result
+/// redactor replaces a run holding this many digits of a known token
+/// ([`results::PIECE`]): no surface shows 16 consecutive digits of a token.
 const SUSPICIOUS_HEX_RUN: usize = 16;
 
 /// The first [`FINGERPRINT_HEX`] hex digits of the sha256 of `secret`.

@@ -44,8 +44,36 @@ pub struct Route {
 /// model chose a session by label (delegation-session leaves those alone).
 const SEND_READS: &[&str] = &["agentId", "agent_id", "sessionKey", "session_key", "label"];
 /// Params of `sessions_spawn` the rules read: the target, the cwd the child
-/// runs in, the runtime it runs on.
-const SPAWN_READS: &[&str] = &["agentId", "agent_id", "cwd", "runtime"];
+/// runs in, the runtime it runs on; and what reaches the child besides the
+/// task (`token_text::SPAWN_READS`).
+const SPAWN_READS: &[&str] = &[
+    "agentId",
+    "agent_id",
+    "cwd",
+    "runtime",
+    "attachments",
+    "attachAs",
+    "outputSchema",
+];
+/// Params of the Workboard tools the rules read exactly: the board, the
+/// card, who work is assigned to (`workboard_scope::READS`), and the
+/// structured text of a card (`token_text::WORKBOARD_READS`).
+const WORKBOARD_READS: &[&str] = &[
+    "boardId",
+    "children",
+    "id",
+    "agentId",
+    "orchestration",
+    "labels",
+    "skills",
+    "workspace",
+    "defaultWorkspace",
+    "proof",
+    "artifacts",
+    "eventKinds",
+    "parents",
+    "createdCardIds",
+];
 /// Where the file tools keep their path (`path`; the camel and snake
 /// aliases OpenClaw's param reader takes, `readSnakeCaseParamRaw`).
 const FILE_READS: &[&str] = &["path", "file_path", "filePath"];
@@ -71,9 +99,6 @@ fn session_tools(o: &Options) -> bool {
 }
 fn cross_user(o: &Options) -> bool {
     o.rules.cross_user_send.enabled
-}
-fn workboard_or_cross_user(o: &Options) -> bool {
-    o.rules.workboard_scope.enabled || o.rules.cross_user_send.enabled
 }
 fn cross_user_or_strict(o: &Options) -> bool {
     o.rules.cross_user_send.enabled || protect_strict(o) || enforced(o)
@@ -104,38 +129,39 @@ fn pass<'a>(_: &Context<'_, 'a>, _: &ToolCall<'a>, _: &Route) -> Decision<'a> {
 }
 
 /// The Workboard tools: the agents work is assigned to (cross-user-send),
-/// then the board (workboard-scope).
+/// then the board (workboard-scope); token-text on the card's text.
 fn workboard_call<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
     let assigned = workboard_scope::assignees(call.tool, call.params);
     if let Some(d) = cross_user_send::assignees(cx, call, &assigned) {
-        return d;
+        return token_text::scan(d, cx, call);
     }
-    workboard_scope::decide(cx, call, route)
+    token_text::scan(workboard_scope::decide(cx, call, route), cx, call)
 }
 
 /// `automations`: the agents a job runs as or a wake reaches
 /// (cross-user-send), then, under `protectMap: "strict"`, jobs that run a
-/// command on the host (map-access).
+/// command on the host (map-access); token-text on the job and the text.
 fn automations<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
     let agents = cross_user_send::automation_agents(call.params);
     let named: Vec<&str> = agents.iter().map(String::as_str).collect();
     if let Some(d) = cross_user_send::assignees(cx, call, &named) {
-        return d;
+        return token_text::scan(d, cx, call);
     }
     if cx.opts.protect_map == ProtectMap::Strict {
-        return map_access::automations(cx, call, route);
+        return token_text::scan(map_access::automations(cx, call, route), cx, call);
     }
-    Decision::pass()
+    token_text::scan(Decision::pass(), cx, call)
 }
 
 /// `sessions_send`: cross-user-send, then delegation-session; a token pasted
 /// into the message becomes its fingerprint (token-text).
 fn send<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decision<'a> {
-    token_text::scan(cross_user_send::send(cx, call), cx, call, "message")
+    token_text::scan(cross_user_send::send(cx, call), cx, call)
 }
 
 /// `sessions_spawn`: the child's cwd (map-access) and runtime, then
-/// cross-user-send and spawn-redirect; token-text on the task.
+/// cross-user-send and spawn-redirect; token-text on the task, label and
+/// attachments.
 fn spawn<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decision<'a> {
     if let Some(d) = map_access::spawn_cwd(cx, call) {
         return d;
@@ -143,7 +169,7 @@ fn spawn<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decision<'
     if let Some(d) = map_access::spawn_runtime(cx, call) {
         return d;
     }
-    token_text::scan(cross_user_send::spawn(cx, call), cx, call, "task")
+    token_text::scan(cross_user_send::spawn(cx, call), cx, call)
 }
 
 /// `exec`, `process`: refused outside a sandbox under `protectMap:
@@ -176,7 +202,7 @@ pub static ROUTES: &[Route] = &[
         tools: &["sessions_send"],
         rule: cross_user_send::RULE_ID,
         reads: SEND_READS,
-        scans: &["message"],
+        scans: token_text::SEND_SCANS,
         decide: send,
         on: session_tools,
         derived: false,
@@ -185,7 +211,7 @@ pub static ROUTES: &[Route] = &[
         tools: &["sessions_spawn"],
         rule: cross_user_send::RULE_ID,
         reads: SPAWN_READS,
-        scans: &["task"],
+        scans: token_text::SPAWN_SCANS,
         decide: spawn,
         on: session_tools,
         derived: false,
@@ -200,21 +226,31 @@ pub static ROUTES: &[Route] = &[
         derived: false,
     },
     Route {
+        // On with no rule of its own on: token-text has no switch.
         tools: &workboard_scope::TOOLS,
         rule: workboard_scope::RULE_ID,
-        reads: workboard_scope::READS,
-        scans: &[],
+        reads: WORKBOARD_READS,
+        scans: token_text::WORKBOARD_SCANS,
         decide: workboard_call,
-        on: workboard_or_cross_user,
+        on: always,
         derived: false,
     },
     Route {
         tools: &workboard_scope::ASSIGN_TOOLS,
         rule: cross_user_send::RULE_ID,
-        reads: &["agentId"],
-        scans: &[],
+        reads: WORKBOARD_READS,
+        scans: token_text::WORKBOARD_SCANS,
         decide: workboard_call,
-        on: cross_user,
+        on: always,
+        derived: false,
+    },
+    Route {
+        tools: &token_text::WORKBOARD_TOOLS,
+        rule: token_text::RULE_ID,
+        reads: token_text::WORKBOARD_READS,
+        scans: token_text::WORKBOARD_SCANS,
+        decide: token_text::decide,
+        on: always,
         derived: false,
     },
     Route {
@@ -359,7 +395,7 @@ pub static ROUTES: &[Route] = &[
         tools: &["automations"],
         rule: cross_user_send::RULE_ID,
         reads: &["action", "job", "agentId", "sessionKey"],
-        scans: &[],
+        scans: token_text::AUTOMATION_SCANS,
         decide: automations,
         on: cross_user_or_strict,
         derived: false,
@@ -457,6 +493,27 @@ mod tests {
     }
 
     #[test]
+    fn every_param_token_text_scans_is_read_by_its_route() {
+        let r = Router::new(&opts(json!({})));
+        let tools = ["sessions_send", "sessions_spawn", "automations"]
+            .into_iter()
+            .chain(workboard_scope::TOOLS)
+            .chain(workboard_scope::ASSIGN_TOOLS)
+            .chain(token_text::WORKBOARD_TOOLS);
+        for tool in tools {
+            let route = r
+                .route(tool)
+                .unwrap_or_else(|| panic!("{tool} is not routed"));
+            for field in token_text::fields(tool) {
+                assert!(
+                    route.reads.contains(&field) || route.scans.contains(&field),
+                    "{tool}: {field} is scanned but not read"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn owned_tools_go_by_prefix_and_read_no_params() {
         let r = Router::new(&opts(json!({})));
         let owned = r.route("claw-os__claw_notes").unwrap();
@@ -468,17 +525,17 @@ mod tests {
 
     #[test]
     fn switched_off_rules_route_nothing() {
-        let off = Router::new(&opts(
-            json!({"protectMap": "off", "posture": "warn", "rules": {
-                "crossUserSend": {"enabled": false}, "spawnRedirect": {"enabled": false},
-                "delegationSession": {"enabled": false}, "workboardScope": {"enabled": false},
-                "conversationId": {"enabled": false}, "layerControls": {"enabled": false},
-            }}),
-        ));
-        // Only the shells stay: sandbox-pty has no switch.
+        let off = Router::new(&opts(json!({"protectMap": "off", "posture": "warn", "rules": {
+            "crossUserSend": {"enabled": false}, "spawnRedirect": {"enabled": false},
+            "delegationSession": {"enabled": false}, "workboardScope": {"enabled": false},
+            "conversationId": {"enabled": false}, "layerControls": {"enabled": false},
+        }})));
+        // Only the shells stay (sandbox-pty has no switch), and the
+        // Workboard tools (token-text has none either).
         let left: Vec<&str> = off.tools().collect();
         assert!(
-            left.iter().all(|t| map_access::EXEC_TOOLS.contains(t)),
+            left.iter()
+                .all(|t| map_access::EXEC_TOOLS.contains(t) || t.starts_with("workboard_")),
             "{left:?}"
         );
         let on = Router::new(&opts(json!({})));

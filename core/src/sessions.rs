@@ -90,6 +90,9 @@ impl Host for NoHost {
 #[derive(Debug, Default)]
 pub struct Known {
     entries: RwLock<HashMap<String, Option<Arc<SessionEntry>>>>,
+    /// The delegation sessions this layer routed a send into and had
+    /// created (rule `delegation-session`), by key as OpenClaw normalizes it.
+    made: RwLock<std::collections::HashSet<String>>,
 }
 
 impl Known {
@@ -123,6 +126,23 @@ impl Known {
             e.and_then(|e| e.spawned_by.clone())
                 .filter(|s| !s.is_empty())
         })
+    }
+
+    /// Notes that the layer routed a send into the delegation session
+    /// `session_key` and had it created (or found it there).
+    pub fn note_made(&self, session_key: &str) {
+        let key = crate::rules::agent_ids::normalize_session_key(session_key);
+        let mut made = self.made.write();
+        if made.len() >= MAX_KNOWN && !made.contains(&key) {
+            made.clear();
+        }
+        made.insert(key);
+    }
+
+    /// Whether this layer made the delegation session `session_key`.
+    pub fn made(&self, session_key: &str) -> bool {
+        let key = crate::rules::agent_ids::normalize_session_key(session_key);
+        self.made.read().contains(&key)
     }
 
     pub fn len(&self) -> usize {

@@ -25,10 +25,12 @@ use claw_identity_core::ops::config::OpenClawConfig;
 use claw_identity_core::options::Options;
 use claw_identity_core::pipeline;
 use claw_identity_core::redact;
+use claw_identity_core::redact::results::Hits;
 use claw_identity_core::rules::{Decision, Params, Patch, Slot, ToolCall, Verdict};
 use claw_identity_core::Layer;
 
-/// Set from the environment at load: makes a call to the tool `__panic__`
+/// Set from the environment at load: makes a call to the tool
+/// `claw-os____panic__` (an owned tool under the default `toolPrefix`)
 /// panic inside the decision, so a test can show that a panic fails closed.
 /// No model can set a gateway's environment.
 pub static PANIC_TEST: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -271,6 +273,35 @@ impl JsLayer {
         Ok(())
     }
 
+    /// Text on its way to a model held pieces of tokens (`hits`), found on
+    /// `surface`: counted and logged (`Layer::note_redaction`), the line
+    /// delivered before this returns. `agent` and `tool` are read from
+    /// OpenClaw's event and ctx only now, off the common path.
+    pub fn note_redaction(
+        &self,
+        env: &Env,
+        agent: Option<Js<'_>>,
+        tool: Option<Js<'_>>,
+        surface: &str,
+        hits: &Hits,
+    ) -> Result<()> {
+        if hits.is_empty() {
+            return Ok(());
+        }
+        let text = |v: Option<Js<'_>>| -> Result<Option<String>> {
+            match v {
+                Some(v) if v.kind()? == Kind::String => v.host_str(),
+                _ => Ok(None),
+            }
+        };
+        let (agent, tool) = (text(agent)?, text(tool)?);
+        self.pending.hold();
+        self.layer
+            .note_redaction(agent.as_deref(), tool.as_deref(), surface, hits);
+        self.logger.release(env, &self.pending);
+        Ok(())
+    }
+
     /// OpenClaw's hook result for one call, `None` for `undefined` (a call no
     /// rule concerns: the callback returns no value, one N-API call less).
     /// Never throws: an error or a panic while deciding fails closed.
@@ -339,7 +370,7 @@ impl JsLayer {
             Cow::Borrowed(t) => Seen::InBuf(t.len()),
             Cow::Owned(t) => Seen::Heap(t.clone()),
         };
-        if PANIC_TEST.load(std::sync::atomic::Ordering::Relaxed) && tool == "__panic__" {
+        if PANIC_TEST.load(std::sync::atomic::Ordering::Relaxed) && tool == "claw-os____panic__" {
             panic!("the panic test tool");
         }
         let (mut agent_buf, mut session_buf) = ([0u8; ID_BUF], [0u8; ID_BUF]);
@@ -632,14 +663,22 @@ impl JsLayer {
                 return Ok(blocked);
             }
         };
+        // Calls made in the session carry its conversation (conversation-id).
+        let key = e.session.session_key.clone();
         if !started.is_promise()? {
+            self.layer.engine().note_delegation(&key);
             return Ok(result);
         }
+        let made = self.clone();
         let ok = Js::of(
             env,
-            env.create_function_from_closure::<Js, Js, _>("claw_identity_session_created", |cx| {
-                cx.get::<Js>(0)
-            })?,
+            env.create_function_from_closure::<Js, Js, _>(
+                "claw_identity_session_created",
+                move |cx| {
+                    made.layer.engine().note_delegation(&key);
+                    cx.get::<Js>(0)
+                },
+            )?,
         )?;
         let me = self.clone();
         let err = Js::of(

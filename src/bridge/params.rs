@@ -6,6 +6,7 @@ use napi::Result;
 use serde_json::Value;
 
 use super::js::{Js, Kind};
+use claw_identity_core::redact::results::Hits;
 use claw_identity_core::rules::Params;
 
 /// Nesting deeper than this in a field a rule reads is refused, not guessed at.
@@ -160,6 +161,7 @@ pub fn redact<'e>(
     v: Js<'e>,
     r: &claw_identity_core::redact::results::Redactor,
     depth: usize,
+    hits: &mut Hits,
 ) -> Result<Option<Js<'e>>> {
     if r.is_empty() {
         return Ok(None);
@@ -169,27 +171,27 @@ pub fn redact<'e>(
             "a tool result nested too deeply to check for tokens",
         ));
     }
-    let text = |s: &Js<'e>| -> Result<Option<Js<'e>>> {
+    let text = |s: &Js<'e>, hits: &mut Hits| -> Result<Option<Js<'e>>> {
         // Most strings of a result are short: one copy onto the stack, with
         // no length pass and no allocation; a longer one is read whole.
         let mut buf = [0u8; 4096];
         let Some(t) = s.str_in(&mut buf)? else {
             return Ok(None);
         };
-        match r.redact_str(&t) {
+        match r.redact_str_noting(&t, hits) {
             std::borrow::Cow::Borrowed(_) => Ok(None),
             std::borrow::Cow::Owned(clean) => Js::string(env, &clean).map(Some),
         }
     };
     match v.deep_kind()? {
-        Kind::String => text(&v),
+        Kind::String => text(&v, hits),
         Kind::Array => {
             let n = v.array_len()?;
             let mut items = Vec::with_capacity(n as usize);
             let mut changed = false;
             for i in 0..n {
                 let item = v.get_index(i)?;
-                match redact(env, item, r, depth + 1)? {
+                match redact(env, item, r, depth + 1, hits)? {
                     Some(clean) => {
                         changed = true;
                         items.push(clean);
@@ -211,8 +213,8 @@ pub fn redact<'e>(
             let mut changed = false;
             for key in v.own_keys(true)? {
                 let value = v.get_key(key)?;
-                let clean_key = text(&key)?;
-                let clean_value = redact(env, value, r, depth + 1)?;
+                let clean_key = text(&key, hits)?;
+                let clean_value = redact(env, value, r, depth + 1, hits)?;
                 changed |= clean_key.is_some() || clean_value.is_some();
                 props.push((clean_key.unwrap_or(key), clean_value.unwrap_or(value)));
             }

@@ -7,7 +7,7 @@ use napi::Result;
 
 use super::js::{Js, Kind};
 use super::params;
-use claw_identity_core::redact::results::Redactor;
+use claw_identity_core::redact::results::{Hits, Redactor};
 
 /// What replaces a part of a message that is nested too deeply to check:
 /// it is not stored, rather than stored unchecked.
@@ -23,19 +23,30 @@ pub fn redact_message<'e>(
     env: napi::sys::napi_env,
     message: Js<'e>,
     r: &Redactor,
+    hits: &mut Hits,
 ) -> Result<Option<Js<'e>>> {
-    match params::redact(env, message, r, 0) {
-        Ok(clean) => Ok(clean),
-        Err(_) if message.deep_kind()? == Kind::Object => withhold(env, message, r).map(Some),
+    // Counted once: a message walked again part by part starts over.
+    let mut whole = Hits::default();
+    match params::redact(env, message, r, 0, &mut whole) {
+        Ok(clean) => {
+            hits.add(&whole);
+            Ok(clean)
+        }
+        Err(_) if message.deep_kind()? == Kind::Object => withhold(env, message, r, hits).map(Some),
         Err(e) => Err(e),
     }
 }
 
-fn withhold<'e>(env: napi::sys::napi_env, message: Js<'e>, r: &Redactor) -> Result<Js<'e>> {
+fn withhold<'e>(
+    env: napi::sys::napi_env,
+    message: Js<'e>,
+    r: &Redactor,
+    hits: &mut Hits,
+) -> Result<Js<'e>> {
     let mut props = Vec::new();
     for key in message.own_keys(true)? {
         let value = message.get_key(key)?;
-        let clean = match params::redact(env, value, r, 1) {
+        let clean = match params::redact(env, value, r, 1, hits) {
             Ok(clean) => clean.unwrap_or(value),
             Err(_) if key.host_str()?.as_deref() == Some("content") => {
                 let block = Js::object(env)?;
@@ -49,7 +60,7 @@ fn withhold<'e>(env: napi::sys::napi_env, message: Js<'e>, r: &Redactor) -> Resu
             }
             Err(_) => Js::string(env, WITHHELD)?,
         };
-        let key = params::redact(env, key, r, 1)?.unwrap_or(key);
+        let key = params::redact(env, key, r, 1, hits)?.unwrap_or(key);
         props.push((key, clean));
     }
     let out = Js::object(env)?;

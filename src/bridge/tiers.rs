@@ -24,6 +24,7 @@ use super::js::Js;
 use super::layer::{JsLayer, JsOptions};
 use crate::IdentityLayer;
 use claw_identity_core::redact;
+use claw_identity_core::redact::results::Hits;
 
 /// Per JS thread (each worker has its own): the layer `configure` made.
 #[derive(Default)]
@@ -348,7 +349,7 @@ unsafe extern "C" fn redact_callback(
     env: sys::napi_env,
     info: sys::napi_callback_info,
 ) -> sys::napi_value {
-    let (mut argc, mut argv, mut data) = (1usize, [std::ptr::null_mut(); 1], std::ptr::null_mut());
+    let (mut argc, mut argv, mut data) = (2usize, [std::ptr::null_mut(); 2], std::ptr::null_mut());
     // SAFETY: `info` is this callback's; N-API fills missing args with undefined.
     let status = unsafe {
         sys::napi_get_cb_info(
@@ -368,13 +369,22 @@ unsafe extern "C" fn redact_callback(
     let env = Env::from_raw(env);
     let r = catch_unwind(AssertUnwindSafe(|| -> Result<sys::napi_value> {
         let raw = env.raw();
-        let redactor = state.layer(&env)?.layer.redactor();
-        // SAFETY: the argument is live for this callback.
-        let event = unsafe { Js::from_raw(raw, argv[0]) };
+        let layer = state.layer(&env)?;
+        let redactor = layer.layer.redactor();
+        // SAFETY: the arguments are live for this callback.
+        let (event, ctx) = unsafe { (Js::from_raw(raw, argv[0]), Js::from_raw(raw, argv[1])) };
         let Some(result) = event.get(c"result")? else {
             return Ok(Js::undefined_in(&env)?.raw());
         };
-        Ok(match super::params::redact(raw, result, &redactor, 0)? {
+        let mut hits = Hits::default();
+        let clean = super::params::redact(raw, result, &redactor, 0, &mut hits)?;
+        if !hits.is_empty() {
+            // The middleware's ctx names the agent, its event the tool
+            // (`createAgentToolResultMiddlewareRunner`, `tool-result-middleware-*.mjs`).
+            let (agent, tool) = (ctx.get(c"agentId")?, event.get(c"toolName")?);
+            layer.note_redaction(&env, agent, tool, "tool result", &hits)?;
+        }
+        Ok(match clean {
             None => Js::undefined_in(&env)?.raw(),
             Some(clean) => {
                 let out = Js::object(raw)?;

@@ -8,9 +8,11 @@
 //! (lib/plugin.js); what is here is what it does not offer.
 
 pub mod agent;
+pub mod base64;
 pub mod code_mode;
 pub mod plugins;
 pub mod roster;
 pub mod sandbox_tools;
+pub mod tool_names;
 pub mod tool_policy;
 pub mod tools;

@@ -16,7 +16,7 @@
 //!   "argument-validation"`), so a `required` `auth_token` that the model
 //!   leaves out fails before claw-identity can set it.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -24,14 +24,12 @@ use serde_json::{Map, Value};
 use super::audit::Severity;
 use super::config::{OpenClawConfig, PLUGIN_ID};
 use super::Found;
+use crate::openclaw::tool_names::{fragment, safe_server_names, tool_id, SERVER_MAX};
 use crate::options::Options;
 use crate::paths::js_trim;
 use crate::redact::{scrub, shown};
 use crate::rules::auth_token::owns;
 
-/// OpenClaw's limits on a tool id `<server>__<tool>` (`agent-bundle-mcp-names-*.mjs`).
-const SERVER_MAX: usize = 30;
-const ID_MAX: usize = 64;
 /// OpenClaw's defaults (`mcp-transport-config-*.mjs`).
 const CONNECT_TIMEOUT_MS: u64 = 30_000;
 const REQUEST_TIMEOUT_MS: u64 = 60_000;
@@ -98,68 +96,6 @@ fn url_shown(url: &str) -> String {
 pub struct Plan {
     pub launches: Vec<Launch>,
     pub found: Vec<Found>,
-}
-
-/// `sanitizeToolFragment`: what OpenClaw keeps of a server or tool name. The
-/// JS regex replaces each UTF-16 unit outside `[A-Za-z0-9_-]`, so a
-/// character outside the BMP becomes two dashes.
-fn fragment(raw: &str, fallback: &str, max: Option<usize>) -> String {
-    let mut s = String::new();
-    for c in js_trim(raw).chars() {
-        if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-            s.push(c);
-        } else {
-            (0..c.len_utf16()).for_each(|_| s.push('-'));
-        }
-    }
-    if s.is_empty() {
-        s = fallback.to_owned();
-    }
-    if !s.starts_with(|c: char| c.is_ascii_alphabetic()) {
-        s = format!("{fallback}-{s}");
-    }
-    if let Some(max) = max {
-        // ASCII only by now.
-        s.truncate(max);
-    }
-    s
-}
-
-/// `assignSafeServerNames`: each server's name in tool ids, a later one
-/// that collides (ignoring case) with an earlier one suffixed `-2`, `-3`...
-fn safe_server_names(names: &[&str]) -> Vec<String> {
-    let mut used = HashSet::new();
-    names
-        .iter()
-        .map(|n| {
-            let base = fragment(n, "mcp", Some(SERVER_MAX));
-            let mut candidate = base.clone();
-            let mut k = 2;
-            while used.contains(&candidate.to_lowercase()) {
-                let suffix = format!("-{k}");
-                let keep = SERVER_MAX
-                    .saturating_sub(suffix.len())
-                    .max(1)
-                    .min(base.len());
-                candidate = format!("{}{suffix}", &base[..keep]);
-                k += 1;
-            }
-            used.insert(candidate.to_lowercase());
-            candidate
-        })
-        .collect()
-}
-
-/// `buildSafeToolName`: a tool's id as OpenClaw names it (without the
-/// suffix it adds when another tool already took that id).
-pub fn tool_id(safe_server: &str, tool: &str) -> String {
-    let clean = fragment(tool, "tool", None);
-    let max = ID_MAX.saturating_sub(safe_server.len() + 2).max(1);
-    let tool = &clean[..max.min(clean.len())];
-    format!(
-        "{safe_server}__{}",
-        if tool.is_empty() { "tool" } else { tool }
-    )
 }
 
 /// Whether any tool id of this server could start with one of `prefixes`.
@@ -737,25 +673,6 @@ mod tests {
             "auth_token": { "type": "string", "description": INTERNAL_DESCRIPTION },
             "_conversation_id": { "type": "string", "description": INTERNAL_DESCRIPTION },
             "note": { "type": "string" } }, "required": ["note"] })
-    }
-
-    #[test]
-    fn tool_ids_are_built_as_openclaw_builds_them() {
-        assert_eq!(tool_id("claw-os", "claw_notes"), "claw-os__claw_notes");
-        assert_eq!(
-            tool_id("claw-os", "notes.save v2"),
-            "claw-os__notes-save-v2"
-        );
-        assert_eq!(tool_id("claw-os", "9lives"), "claw-os__tool-9lives");
-        assert_eq!(tool_id("claw-os", "  "), "claw-os__tool");
-        assert_eq!(tool_id("claw-os", &"x".repeat(80)).len(), 64);
-        assert_eq!(fragment("claw os 🦀", "mcp", Some(30)), "claw-os---");
-        assert_eq!(fragment("_private", "mcp", Some(30)), "mcp-_private");
-        assert_eq!(fragment(&"s".repeat(40), "mcp", Some(30)).len(), 30);
-        assert_eq!(
-            safe_server_names(&["claw os", "claw-os", "Claw-OS"]),
-            ["claw-os", "claw-os-2", "Claw-OS-3"]
-        );
     }
 
     #[test]

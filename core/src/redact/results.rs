@@ -1,18 +1,28 @@
-//! Tokens out of tool results: every piece of a token the redactor knows
-//! that is longer than [`MAX_SHOWN`] hex digits, in any letter case, is
-//! replaced by `sha256:<12 hex>`, the whole token's fingerprint, before any
-//! model sees the result. A whole token is such a piece; so are the 63
-//! digits a `read` with an offset or a line cap leaves, which with 16
-//! guesses would give the token back.
+//! Tokens out of tool results: every run of hex digits that holds a piece
+//! of [`PIECE`] (16) or more consecutive digits of a token the redactor
+//! knows, in any letter case, is replaced WHOLE by `sha256:<12 hex>`, the
+//! token's fingerprint, before any model sees the result.
+//!
+//! Whole, because anything less is an oracle. When only the piece went (or
+//! when a 16-digit piece showed and a 17-digit one did not), a model that
+//! knows some digits of a token could echo `<known digits><guess>` and see
+//! from the output whether its guess was the token's next digit: 16 known
+//! digits gave the other 48 back in about 400 echoes. Now a run is shown as
+//! it is, or as one fingerprint, and which of the two depends only on
+//! whether the run holds 16 consecutive digits of a token. So a guess is
+//! seen to be right only when the model already knew 15 consecutive
+//! digits; with fewer it must guess the missing ones all at once
+//! (docs/threat-model.md works the numbers).
 //!
 //! How it stays at memory speed on text with no token (most results):
-//! - a run of 17 hex digits covers one position of every residue mod 17, so
-//!   only every 17th byte is looked at until one is a hex digit, and only
-//!   runs of 17 or more are searched;
-//! - each token is indexed by its 8 aligned 8-digit pieces (offsets 0, 8,
-//!   …, 56): a 17-digit piece of a token holds one of them, so a run is
+//! - a run of 16 hex digits covers one position of every residue mod 16, so
+//!   only every 16th byte is looked at until one is a hex digit, and only
+//!   runs of 16 or more are searched;
+//! - each token is indexed by its 8 aligned 8-digit keys (offsets 0, 8,
+//!   …, 56): a 16-digit piece of a token holds one of them, so a run is
 //!   searched window by window for those, behind a bitset that rejects most
-//!   windows with one memory read, and a hit is extended digit by digit.
+//!   windows with one memory read, and a hit is extended digit by digit;
+//!   the search of a run stops at its first piece, since the run goes whole.
 //!
 //! This catches tokens as written. It cannot catch a token a shell has
 //! encoded (base64, hex dump, reversed): see docs/threat-model.md.
@@ -29,15 +39,22 @@ use super::{fingerprint, FINGERPRINT_HEX};
 /// before a rotation (a long `exec`) may hold it.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(300);
 
-/// The most hex digits of a token a result may show: the bound the
-/// end-to-end leak scan checks.
-pub const MAX_SHOWN: usize = 16;
+/// The shortest piece of a token that makes its run go: 16 consecutive hex
+/// digits (64 bits), the same length at which the token-blind printers
+/// (`redact::shown`, `redact::scrub`) hide any hex run. The choice is
+/// argued in docs/threat-model.md ("Redaction without an oracle").
+pub const PIECE: usize = super::SUSPICIOUS_HEX_RUN;
+
+/// The most consecutive digits of a token a result may show: the bound
+/// the end-to-end leak scan checks.
+pub const MAX_SHOWN: usize = PIECE - 1;
 
 /// Every token of the map is 64 hex digits (32 bytes).
 const TOKEN_HEX: usize = 64;
-/// The indexed pieces: 8 digits at every 8th offset.
-const PIECE: usize = 8;
-const SAMPLE: usize = MAX_SHOWN + 1;
+/// The indexed keys: 8 digits at every 8th offset. A piece of [`PIECE`]
+/// digits at any offset holds one whole (it needs `PIECE >= 2 * KEY - 1`).
+const KEY: usize = 8;
+const _: () = assert!(PIECE >= 2 * KEY - 1 && PIECE <= TOKEN_HEX);
 /// `sha256:` and the fingerprint: what a token is shown as.
 const SHOWN: usize = "sha256:".len() + FINGERPRINT_HEX;
 
@@ -60,14 +77,14 @@ fn is_hex(c: u8) -> bool {
 /// A layer rebuilds it on every reload for the map in force and every token
 /// in the grace (thousands after a burst of rotations), so it is three flat
 /// allocations whatever the number of tokens: no allocation per token or
-/// per piece, which left the watcher thread's heap fragmented at several
+/// per key, which left the watcher thread's heap fragmented at several
 /// times what was live.
 pub struct Redactor {
     tokens: Vec<Known>,
-    /// Every aligned piece as (piece value, token index × 8 + piece index),
+    /// Every aligned key as (key value, token index × 8 + key index),
     /// sorted by value (then token, so hits come in token order).
-    pieces: Vec<(u32, u32)>,
-    /// One bit per piece value's hash: most windows are rejected here.
+    keys: Vec<(u32, u32)>,
+    /// One bit per key value's hash: most windows are rejected here.
     filter: Vec<u64>,
 }
 
@@ -84,9 +101,54 @@ impl Known {
     }
 }
 
-fn filter_bit(piece: u32, bits: usize) -> usize {
+/// What one redaction replaced: how many runs, and the fingerprints of the
+/// tokens they held (the first few): the layer's compromise signal
+/// (`Layer::note_redaction`).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Hits {
+    /// Runs replaced.
+    pub runs: u64,
+    /// `sha256:<12 hex>` of the distinct tokens found, in the order found,
+    /// at most [`Hits::KEPT`].
+    fingerprints: Vec<String>,
+}
+
+impl Hits {
+    /// Distinct tokens a hit report keeps (the count goes on).
+    pub const KEPT: usize = 4;
+
+    fn note(&mut self, shown: &str) {
+        self.runs += 1;
+        self.keep(shown);
+    }
+
+    fn keep(&mut self, shown: &str) {
+        if self.fingerprints.len() < Hits::KEPT && !self.fingerprints.iter().any(|f| f == shown) {
+            self.fingerprints.push(shown.to_owned());
+        }
+    }
+
+    /// Adds `other`'s runs and tokens to these.
+    pub fn add(&mut self, other: &Hits) {
+        self.runs += other.runs;
+        for f in &other.fingerprints {
+            self.keep(f);
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.runs == 0
+    }
+
+    /// The tokens found, as `sha256:<12 hex>`.
+    pub fn fingerprints(&self) -> &[String] {
+        &self.fingerprints
+    }
+}
+
+fn filter_bit(key: u32, bits: usize) -> usize {
     // A multiplicative hash; `bits` is a power of two.
-    ((piece.wrapping_mul(0x9E37_79B1)) as usize) & (bits - 1)
+    ((key.wrapping_mul(0x9E37_79B1)) as usize) & (bits - 1)
 }
 
 impl Redactor {
@@ -115,25 +177,25 @@ impl Redactor {
         }
         drop(seen);
         known.shrink_to_fit();
-        let mut pieces: Vec<(u32, u32)> = Vec::with_capacity(known.len() * (TOKEN_HEX / PIECE));
+        let mut keys: Vec<(u32, u32)> = Vec::with_capacity(known.len() * (TOKEN_HEX / KEY));
         for (i, k) in known.iter().enumerate() {
-            for p in 0..TOKEN_HEX / PIECE {
-                let v = value(&k.nibbles[p * PIECE..(p + 1) * PIECE]);
-                pieces.push((v, (i as u32) << 3 | p as u32));
+            for p in 0..TOKEN_HEX / KEY {
+                let v = value(&k.nibbles[p * KEY..(p + 1) * KEY]);
+                keys.push((v, (i as u32) << 3 | p as u32));
             }
         }
-        pieces.sort_unstable();
-        // About 64 bits per piece value: a miss rate near 1/64 for a random window.
-        let distinct = pieces.chunk_by(|a, b| a.0 == b.0).count();
+        keys.sort_unstable();
+        // About 64 bits per key value: a miss rate near 1/64 for a random window.
+        let distinct = keys.chunk_by(|a, b| a.0 == b.0).count();
         let bits = (distinct * 64).next_power_of_two().max(1024);
         let mut filter = vec![0u64; bits / 64];
-        for (v, _) in &pieces {
+        for (v, _) in &keys {
             let b = filter_bit(*v, bits);
             filter[b / 64] |= 1 << (b % 64);
         }
         Redactor {
             tokens: known,
-            pieces,
+            keys,
             filter,
         }
     }
@@ -148,21 +210,21 @@ impl Redactor {
         self.tokens.len()
     }
 
-    fn maybe(&self, piece: u32) -> bool {
+    fn maybe(&self, key: u32) -> bool {
         let bits = self.filter.len() * 64;
-        let b = filter_bit(piece, bits);
+        let b = filter_bit(key, bits);
         self.filter[b / 64] & (1 << (b % 64)) != 0
     }
 
-    /// The spans of `text` that are pieces of a token longer than
-    /// [`MAX_SHOWN`] digits, in order, each with the token's index.
-    fn spans(&self, text: &[u8]) -> Vec<(usize, usize, u32)> {
+    /// The runs of hex digits of `text` that hold a piece of [`PIECE`] or
+    /// more digits of a token, in order, each with the first such token.
+    fn runs(&self, text: &[u8]) -> Vec<(usize, usize, u32)> {
         let mut out = Vec::new();
         let n = text.len();
-        let mut p = MAX_SHOWN;
+        let mut p = PIECE - 1;
         while p < n {
             if !is_hex(text[p]) {
-                p += SAMPLE;
+                p += PIECE;
                 continue;
             }
             let mut start = p;
@@ -173,121 +235,125 @@ impl Redactor {
             while end < n && is_hex(text[end]) {
                 end += 1;
             }
-            if end - start > MAX_SHOWN {
-                self.search_run(text, start, end, &mut out);
+            if end - start >= PIECE {
+                if let Some(tok) = self.search_run(&text[start..end]) {
+                    out.push((start, end, tok));
+                }
             }
-            p = end + SAMPLE;
+            // A run of PIECE digits after this one holds end + PIECE.
+            p = end + PIECE;
         }
         out
     }
 
-    /// Searches one run of hex digits `text[start..end]`.
-    fn search_run(
-        &self,
-        text: &[u8],
-        start: usize,
-        end: usize,
-        out: &mut Vec<(usize, usize, u32)>,
-    ) {
-        let mut i = start;
+    /// The first token a run of hex digits holds a piece of [`PIECE`] or
+    /// more digits of, if any.
+    fn search_run(&self, run: &[u8]) -> Option<u32> {
         let mut window: u32 = 0;
-        let mut filled = 0;
-        let mut j = start;
-        while j < end {
-            window = (window << 4) | u32::from(nibble(text[j]).unwrap_or(0));
-            filled += 1;
-            j += 1;
-            if filled < PIECE {
+        for (j, c) in run.iter().enumerate() {
+            window = (window << 4) | u32::from(nibble(*c).unwrap_or(0));
+            if j + 1 < KEY || !self.maybe(window) {
                 continue;
             }
-            let at = j - PIECE; // the window is text[at..j]
-            if at < i || !self.maybe(window) {
-                continue;
-            }
-            let from = self.pieces.partition_point(|&(v, _)| v < window);
-            let hits = self.pieces[from..]
-                .iter()
-                .take_while(|&&(v, _)| v == window);
-            let mut best: Option<(usize, usize, u32)> = None;
-            for &(_, at_piece) in hits {
-                let (tok, piece) = (at_piece >> 3, at_piece & 7);
+            let at = j + 1 - KEY; // the window is run[at..j + 1]
+            let from = self.keys.partition_point(|&(v, _)| v < window);
+            for &(_, at_key) in self.keys[from..].iter().take_while(|&&(v, _)| v == window) {
+                let (tok, key) = (at_key >> 3, at_key & 7);
                 let t = &self.tokens[tok as usize].nibbles;
-                let t0 = piece as usize * PIECE; // token offset of the window
-                                                 // Extend left and right while the text goes on with the token.
+                let t0 = key as usize * KEY; // the token offset of the window
+                                             // Extend left and right while the run goes on with the token.
                 let mut l = 0;
-                while l < t0 && at - l > start && nibble(text[at - l - 1]) == Some(t[t0 - l - 1]) {
+                while l < t0 && l < at && nibble(run[at - l - 1]) == Some(t[t0 - l - 1]) {
                     l += 1;
                 }
                 let mut r = 0;
-                while t0 + PIECE + r < TOKEN_HEX
-                    && j + r < end
-                    && nibble(text[j + r]) == Some(t[t0 + PIECE + r])
+                while t0 + KEY + r < TOKEN_HEX
+                    && j + 1 + r < run.len()
+                    && nibble(run[j + 1 + r]) == Some(t[t0 + KEY + r])
                 {
                     r += 1;
                 }
-                let (s, e) = (at - l, j + r);
-                if e - s > MAX_SHOWN && best.is_none_or(|b| e - s > b.1 - b.0) {
-                    best = Some((s, e, tok));
+                if l + KEY + r >= PIECE {
+                    return Some(tok);
                 }
             }
-            if let Some((s, e, tok)) = best {
-                let s = s.max(i);
-                match out.last_mut() {
-                    // Touching or overlapping pieces become one span.
-                    Some(last) if last.1 >= s => last.1 = last.1.max(e),
-                    _ => out.push((s, e, tok)),
-                }
-                i = e;
-                // Start the next window after this piece.
-                filled = 0;
-                j = e;
-                window = 0;
-            }
+        }
+        None
+    }
+
+    /// `text` with every run of hex digits that holds a piece of a token
+    /// replaced by the token's fingerprint; borrowed when there is none.
+    pub fn redact_str<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        self.redact_str_noting(text, &mut Hits::default())
+    }
+
+    /// [`Redactor::redact_str`], adding what it replaced to `hits`.
+    pub fn redact_str_noting<'t>(&self, text: &'t str, hits: &mut Hits) -> Cow<'t, str> {
+        match self.redact_bytes_noting(text.as_bytes(), hits) {
+            None => Cow::Borrowed(text),
+            // Runs are ASCII hex digits: what is left around them is whole characters.
+            Some(b) => Cow::Owned(
+                String::from_utf8(b)
+                    .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+            ),
         }
     }
 
-    /// `text` with every piece of a token longer than [`MAX_SHOWN`] digits
-    /// replaced by the token's fingerprint; borrowed when there is none.
-    pub fn redact_str<'t>(&self, text: &'t str) -> Cow<'t, str> {
-        if self.is_empty() || text.len() <= MAX_SHOWN {
-            return Cow::Borrowed(text);
+    /// `bytes` (text or not: a decoded attachment) with every run of hex
+    /// digits that holds a piece of a token replaced by the token's
+    /// fingerprint, adding what it replaced to `hits`; `None` when there
+    /// is none.
+    pub fn redact_bytes_noting(&self, bytes: &[u8], hits: &mut Hits) -> Option<Vec<u8>> {
+        if self.is_empty() || bytes.len() < PIECE {
+            return None;
         }
-        let spans = self.spans(text.as_bytes());
-        if spans.is_empty() {
-            return Cow::Borrowed(text);
+        let runs = self.runs(bytes);
+        if runs.is_empty() {
+            return None;
         }
-        let mut out = String::with_capacity(text.len());
+        let mut out = Vec::with_capacity(bytes.len());
         let mut copied = 0;
-        for (s, e, tok) in spans {
-            // Hex digits are ASCII, so span ends are char boundaries.
-            out.push_str(&text[copied..s]);
-            out.push_str(self.tokens[tok as usize].shown());
+        for (s, e, tok) in runs {
+            out.extend_from_slice(&bytes[copied..s]);
+            out.extend_from_slice(self.tokens[tok as usize].shown().as_bytes());
             copied = e;
+            hits.note(self.tokens[tok as usize].shown());
         }
-        out.push_str(&text[copied..]);
-        Cow::Owned(out)
+        out.extend_from_slice(&bytes[copied..]);
+        Some(out)
     }
 
     /// Redacts every string in `value` (object keys too), in place. Returns
     /// how many strings changed, so the caller can skip copying back when 0.
     pub fn redact_value(&self, value: &mut Value) -> usize {
+        self.redact_value_noting(value, &mut Hits::default())
+    }
+
+    /// [`Redactor::redact_value`], adding what it replaced to `hits`.
+    pub fn redact_value_noting(&self, value: &mut Value, hits: &mut Hits) -> usize {
         if self.is_empty() {
             return 0;
         }
         match value {
-            Value::String(s) => match self.redact_str(s) {
+            Value::String(s) => match self.redact_str_noting(s, hits) {
                 Cow::Borrowed(_) => 0,
                 Cow::Owned(r) => {
                     *s = r;
                     1
                 }
             },
-            Value::Array(items) => items.iter_mut().map(|v| self.redact_value(v)).sum(),
+            Value::Array(items) => items
+                .iter_mut()
+                .map(|v| self.redact_value_noting(v, hits))
+                .sum(),
             Value::Object(map) => {
-                let mut changed: usize = map.values_mut().map(|v| self.redact_value(v)).sum();
+                let mut changed: usize = map
+                    .values_mut()
+                    .map(|v| self.redact_value_noting(v, hits))
+                    .sum();
                 let renamed: Vec<(String, String)> = map
                     .keys()
-                    .filter_map(|k| match self.redact_str(k) {
+                    .filter_map(|k| match self.redact_str_noting(k, hits) {
                         Cow::Owned(r) => Some((k.clone(), r)),
                         Cow::Borrowed(_) => None,
                     })
@@ -355,7 +421,7 @@ mod tests {
     }
 
     #[test]
-    fn a_token_cut_anywhere_shows_at_most_16_of_its_digits() {
+    fn a_token_cut_anywhere_shows_at_most_15_of_its_digits() {
         let r = Redactor::new([C]);
         for (from, to) in [
             (1, 64),
@@ -364,6 +430,8 @@ mod tests {
             (47, 64),
             (10, 27),
             (0, 17),
+            (0, 16),
+            (48, 64),
             (30, 47),
         ] {
             for (pre, post) in [("", ""), ("x", "y"), ("cafe", ""), ("", "beef"), ("0", "0")] {
@@ -376,12 +444,155 @@ mod tests {
                 assert!(out.contains(&fp(C)), "{from}..{to}");
             }
         }
-        // 16 digits may show: not a secret on their own.
-        let sixteen = &C[20..36];
+        // 15 digits may show: not a secret on their own.
+        let fifteen = &C[20..35];
         assert!(matches!(
-            r.redact_str(&format!(" {sixteen} ")),
+            r.redact_str(&format!(" {fifteen} ")),
             Cow::Borrowed(_)
         ));
+    }
+
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+
+    /// The 16 echoes of `known` with each possible next digit after it
+    /// (`after`) or before it, as the oracle attack makes them.
+    fn echoes(known: &str, after: bool) -> Vec<String> {
+        HEX.iter()
+            .map(|&g| {
+                let g = g as char;
+                if after {
+                    format!("echo {known}{g} done")
+                } else {
+                    format!("echo {g}{known} done")
+                }
+            })
+            .collect()
+    }
+
+    /// What the model learns from each echo: that it came back as it was
+    /// (`None`), or what it came back as.
+    fn views(r: &Redactor, echoes: &[String]) -> Vec<Option<String>> {
+        echoes
+            .iter()
+            .map(|e| match r.redact_str(e) {
+                Cow::Borrowed(_) => None,
+                Cow::Owned(o) => Some(o),
+            })
+            .collect()
+    }
+
+    /// Whether the redacted echoes tell some guess from the others.
+    fn tells(r: &Redactor, echoes: &[String]) -> bool {
+        let v = views(r, echoes);
+        v.iter().any(|x| *x != v[0])
+    }
+
+    /// The attacker at its best: it knows `known`, a piece of some token,
+    /// and for the next digit on either side tries every run it can make
+    /// of the known digits it picks (the last or first `w` of them) and one
+    /// guess, keeping a digit when exactly one guess comes back unlike the
+    /// others. Returns how many digits it learnt.
+    fn attack(r: &Redactor, token: &str, from: usize, to: usize) -> usize {
+        let (mut from, mut to) = (from, to);
+        'grow: loop {
+            for w in 1..=to - from {
+                for after in [true, false] {
+                    let (edge, known) = if after {
+                        (to, &token[to - w..to])
+                    } else {
+                        (from.wrapping_sub(1), &token[from..from + w])
+                    };
+                    if edge >= token.len() {
+                        continue;
+                    }
+                    let v = views(r, &echoes(known, after));
+                    let odd: Vec<usize> = (0..16)
+                        .filter(|&i| v.iter().filter(|x| **x == v[i]).count() == 1)
+                        .collect();
+                    let [i] = odd[..] else { continue };
+                    assert!(HEX[i] == token.as_bytes()[edge], "the oracle lied");
+                    if after {
+                        to += 1;
+                    } else {
+                        from -= 1;
+                    }
+                    continue 'grow;
+                }
+            }
+            return to - from;
+        }
+    }
+
+    #[test]
+    fn sixteen_known_digits_and_a_guess_look_the_same_whatever_the_guess() {
+        // The attack: `<16 known digits><guess>` was redacted
+        // exactly when the guess was right. Now every one of the 16 echoes
+        // comes back as the same fingerprint, on either side of the piece.
+        let r = Redactor::new([A, C]);
+        for from in [0, 7, 20, 47] {
+            let known = &C[from..from + 16];
+            for after in [true, false] {
+                let echoes = echoes(known, after);
+                assert!(!tells(&r, &echoes), "{from} {after}");
+                assert!(r.redact_str(&echoes[0]).contains(&fp(C)));
+            }
+        }
+    }
+
+    #[test]
+    fn with_fewer_than_15_known_digits_no_guess_is_told_from_another() {
+        let r = Redactor::new([A, B, C]);
+        for from in [0, 1, 9, 25, 50] {
+            for j in 0..=14usize.min(64 - from) {
+                let known = &C[from..from + j];
+                for after in [true, false] {
+                    let echoes = echoes(known, after);
+                    for e in &echoes {
+                        assert!(
+                            matches!(r.redact_str(e), Cow::Borrowed(_)),
+                            "{from} {j} {after}"
+                        );
+                    }
+                }
+            }
+            // The best attacker, from 14 known digits: it learns nothing.
+            if from + 14 <= 64 {
+                assert_eq!(attack(&r, C, from, from + 14), 14, "from {from}");
+            }
+        }
+        // Guessing two digits at once from 13 known: 256 echoes, none told
+        // apart; three at once (16^3 echoes) is the price of one digit.
+        let known = &C[30..43];
+        let mut hits = 0;
+        for a in HEX {
+            for b in HEX {
+                let e = format!("{known}{}{}", *a as char, *b as char);
+                assert!(matches!(r.redact_str(&e), Cow::Borrowed(_)));
+                for c in HEX {
+                    let e = format!("{e}{}", *c as char);
+                    hits += usize::from(r.redact_str(&e) != e);
+                }
+            }
+        }
+        assert_eq!(hits, 1, "exactly the right three digits are a piece");
+    }
+
+    #[test]
+    fn fifteen_known_digits_are_the_threshold_the_threat_model_states() {
+        // With 15 consecutive digits of a token, the right next digit makes
+        // a 16-digit piece and its echo goes: from there the attacker reads
+        // the token digit by digit (docs/threat-model.md).
+        let r = Redactor::new([C]);
+        let echoes = echoes(&C[10..25], true);
+        assert!(tells(&r, &echoes));
+        let gone: Vec<usize> = (0..16)
+            .filter(|&i| r.redact_str(&echoes[i]) != echoes[i])
+            .collect();
+        assert!(
+            gone.len() == 1 && HEX[gone[0]] == C.as_bytes()[25],
+            "not just the right guess went"
+        );
+        assert_eq!(attack(&r, C, 10, 25), 64);
     }
 
     #[test]
@@ -400,7 +611,7 @@ mod tests {
         let r = Redactor::new([A]);
         let text = format!(
             "{} is a prefix of a long hash only? no: {}, and é ünïcode",
-            &A[..16],
+            &A[..15],
             "deadbeef".repeat(10)
         );
         assert!(
@@ -424,11 +635,19 @@ mod tests {
     }
 
     #[test]
-    fn a_hex_run_holding_a_token_keeps_its_other_digits() {
+    fn a_hex_run_holding_a_piece_goes_whole() {
         let r = Redactor::new([C]);
-        let text = format!("abc{C}def");
-        let out = r.redact_str(&text);
-        assert_eq!(out, format!("abc{}def", fp(C)));
+        for text in [
+            format!("abc{C}def"),
+            format!("abc{}", &C[..16]),
+            format!("{}0123456789", &C[40..56]),
+        ] {
+            assert_eq!(r.redact_str(&text), fp(C), "{text}");
+        }
+        assert_eq!(
+            r.redact_str(&format!("x{C}-{}", &C[3..30])),
+            format!("x{}-{}", fp(C), fp(C))
+        );
     }
 
     #[test]
@@ -444,6 +663,28 @@ mod tests {
         assert_eq!(v["details"]["map"][fp(A)], "paco");
         let mut clean = json!({"content": [{"type": "text", "text": "nothing"}]});
         assert_eq!(r.redact_value(&mut clean), 0);
+    }
+
+    #[test]
+    fn hits_count_every_run_and_name_each_token_once() {
+        let r = Redactor::new([A, C]);
+        let mut hits = Hits::default();
+        let text = format!("{C} and {} and {A} and {}", &C[..20], &A[8..40]);
+        assert_ne!(r.redact_str_noting(&text, &mut hits), text);
+        assert_eq!(hits.runs, 4);
+        assert_eq!(hits.fingerprints(), [fp(C), fp(A)]);
+        let mut none = Hits::default();
+        assert!(matches!(
+            r.redact_str_noting("x", &mut none),
+            Cow::Borrowed(_)
+        ));
+        assert!(none.is_empty());
+        let mut v = json!({"a": [C], C: "k"});
+        let mut in_value = Hits::default();
+        r.redact_value_noting(&mut v, &mut in_value);
+        assert_eq!((in_value.runs, in_value.fingerprints()), (2, &[fp(C)][..]));
+        hits.add(&in_value);
+        assert_eq!((hits.runs, hits.fingerprints().len()), (6, 2));
     }
 
     #[test]

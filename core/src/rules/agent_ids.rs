@@ -50,7 +50,12 @@ pub fn normalize_agent_id(raw: &str) -> Option<String> {
 /// other way round on both). A key that OpenClaw trims to `agent:...` must
 /// be `agent:...` here too.
 pub fn js_trim(s: &str) -> &str {
-    s.trim_matches(|c: char| c == '\u{feff}' || (c.is_whitespace() && c != '\u{85}'))
+    s.trim_matches(is_js_space)
+}
+
+/// What JS's `trim` and `\s` take for white space.
+pub fn is_js_space(c: char) -> bool {
+    c == '\u{feff}' || (c.is_whitespace() && c != '\u{85}')
 }
 
 /// A session key as OpenClaw compares and stores it

@@ -103,7 +103,7 @@ pub fn decide<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decis
     };
     let mut rule = matches!(token, TokenStatus::Injected(_)).then_some(RULE_ID);
     if opts.rules.conversation_id.enabled {
-        match conversation_id::evaluate(call.session_key, cx.sessions) {
+        match conversation_id::evaluate(cx, call) {
             Origin::Conversation(c) => {
                 patch.conversation = Slot::Set(c);
                 rule.get_or_insert(conversation_id::RULE_ID);

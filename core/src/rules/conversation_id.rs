@@ -5,23 +5,39 @@
 //!
 //! How the conversation C is derived from the calling session S:
 //! - S is a delegation key (`agent:<x>:delegation:<C escaped>`, rule
-//!   `delegation-session`): C is decoded from it.
+//!   `delegation-session`): C is decoded from it, but only when the layer
+//!   made that session, or when the caller may reach C's agent (its own
+//!   user, or an `allow` grant of rule `cross-user-send`). Otherwise no
+//!   conversation is known, and the param is taken out.
 //! - S is a sub-agent (`agent:<x>:subagent:<uuid>`): OpenClaw gives a hook no
 //!   lineage, but the child's session entry records `spawnedBy`. C is the
-//!   conversation of that spawner, followed up to [`MAX_HOPS`] levels. The
-//!   lineage lives in a bounded table filled on demand: when an entry is
-//!   missing, the engine asks the JS side to read it (`NeedLineage`).
+//!   conversation of that spawner, followed up to [`MAX_HOPS`] levels (a
+//!   delegation key on the way is held to the same test). The lineage
+//!   lives in a bounded table filled on demand: when an entry is missing,
+//!   the engine asks the JS side to read it (`NeedLineage`).
 //! - Anything else: C is S itself (the session the user talks in).
-//! - No `ctx.sessionKey`: no conversation is known and the param is left as
-//!   the model wrote it (OpenClaw gives every agent-run tool call a session
-//!   key; a call without one has no conversation to route to).
+//! - No `ctx.sessionKey`: no conversation is known and the param is taken
+//!   out (OpenClaw gives every agent-run tool call a session key; a call
+//!   without one has no conversation to route to).
+//!
+//! Why a delegation key alone is not enough: its format is the layer's, but
+//! OpenClaw lets an agent run in a session key it names itself (an
+//! automation with `sessionTarget: "session:<key>"`, `cron-tool-*.mjs`), so
+//! `paco--dali` could run in `agent:paco--dali:delegation:<pepito's chat>`
+//! and have its approval cards routed into another user's chat. "The layer
+//! made that session" is what the layer itself did: it routed a send into
+//! the key and had OpenClaw create it (`Known::note_made`, noted once the
+//! session store answered). That memory is the process's; after a restart
+//! the reach test alone decides, which keeps every same-user delegation.
 
 use std::borrow::Cow;
 
 use serde::Deserialize;
 
-use super::agent_ids::split_session_key;
+use super::agent_ids::{normalize_agent_id, session_key_agent, split_session_key};
+use super::cross_user_send::{reach, Access, Reach};
 use super::delegation_session;
+use super::{Context, ToolCall};
 use crate::sessions::Known;
 
 pub const RULE_ID: &str = "conversation-id";
@@ -68,7 +84,8 @@ pub enum Origin<'a> {
     /// from the user's own session).
     Conversation(Cow<'a, str>),
     NeedLineage(String),
-    /// No session key: no conversation known.
+    /// No conversation known: no session key, or a delegation key that
+    /// may not carry its conversation for this caller.
     Unknown,
 }
 
@@ -90,7 +107,13 @@ fn is_delegation_rest(rest: &str) -> bool {
         .is_some_and(|p| p.eq_ignore_ascii_case(tag))
 }
 
-pub fn originating_conversation<'a>(session_key: &'a str, lineage: &Known) -> Origin<'a> {
+/// The originating conversation of `session_key`; `trusted(key, c)` says
+/// whether a delegation key met on the way may carry its conversation `c`.
+pub fn originating_conversation<'a>(
+    session_key: &'a str,
+    lineage: &Known,
+    trusted: &dyn Fn(&str, &str) -> bool,
+) -> Origin<'a> {
     // The common case (every claw-os call from a user's own session): one
     // parse, one copy. The conversation is the key exactly as OpenClaw gave
     // it (it keeps the case of Signal/Matrix peer ids), never re-cased.
@@ -101,7 +124,10 @@ pub fn originating_conversation<'a>(session_key: &'a str, lineage: &Known) -> Or
     let mut key = session_key.to_owned();
     for _ in 0..MAX_HOPS {
         if let Some(c) = delegation_session::conversation_of(&key) {
-            return Origin::Conversation(Cow::Owned(c));
+            return match trusted(&key, &c) {
+                true => Origin::Conversation(Cow::Owned(c)),
+                false => Origin::Unknown,
+            };
         }
         if !is_subagent_rest(rest_of(&key)) {
             return Origin::Conversation(Cow::Owned(key));
@@ -116,18 +142,43 @@ pub fn originating_conversation<'a>(session_key: &'a str, lineage: &Known) -> Or
     Origin::Conversation(Cow::Owned(key))
 }
 
-/// The conversation id for a call from `session_key` (`ctx.sessionKey`).
-pub fn evaluate<'a>(session_key: Option<&'a str>, lineage: &Known) -> Origin<'a> {
-    match session_key {
-        None => Origin::Unknown,
-        Some(s) => originating_conversation(s, lineage),
-    }
+/// The conversation id for `call` (from `ctx.sessionKey`): a delegation
+/// key's conversation only when this layer made that session, or when the
+/// caller may reach the conversation's agent.
+pub fn evaluate<'a>(cx: &Context<'_, '_>, call: &ToolCall<'a>) -> Origin<'a> {
+    let Some(session_key) = call.session_key else {
+        return Origin::Unknown;
+    };
+    // Only a delegation key is tested: the common call allocates nothing here.
+    let trusted = |key: &str, conversation: &str| {
+        cx.sessions.made(key)
+            || match (
+                call.agent_id.and_then(normalize_agent_id),
+                session_key_agent(conversation),
+            ) {
+                (Some(caller), Some(agent)) => matches!(
+                    reach(&cx.opts.rules.cross_user_send, &caller, &agent),
+                    Reach::SameUser | Reach::Granted(Access::Allow)
+                ),
+                _ => false,
+            }
+    };
+    originating_conversation(session_key, cx.sessions, &trusted)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::rules::delegation_session::delegation_key;
+
+    /// How a session key resolves when every delegation key may carry its
+    /// conversation (the derivation alone; `evaluate` adds the trust test).
+    fn evaluate<'a>(session_key: Option<&'a str>, lineage: &Known) -> Origin<'a> {
+        match session_key {
+            None => Origin::Unknown,
+            Some(k) => originating_conversation(k, lineage, &|_, _| true),
+        }
+    }
 
     const C: &str = "agent:paco--francis:main";
 
@@ -228,6 +279,94 @@ mod tests {
         );
         l.note_spawner("agent:x:subagent:new", Some(C));
         assert_eq!(l.len(), 1);
+    }
+
+    /// The conversation param a `claw-os__x` call of `agent` in `session`
+    /// gets from an engine with `rules`, after `made` were made by the layer.
+    fn param_for(
+        agent: &str,
+        session: &str,
+        rules: serde_json::Value,
+        made: &[&str],
+    ) -> Option<String> {
+        use crate::rules::{MapView, Params, Slot};
+        let opts = serde_json::json!({"tokenMapPath": "/m.json", "rules": rules});
+        let e = crate::engine::Engine::new(
+            crate::options::Options::from_json(&opts.to_string()).unwrap(),
+        );
+        for k in made {
+            e.note_delegation(k);
+        }
+        let map = crate::token_map::TokenMap::default();
+        let params = Params::new();
+        let call = ToolCall {
+            tool: "claw-os__x",
+            agent_id: Some(agent),
+            session_key: Some(session),
+            params: &params,
+            derived_paths: &[],
+        };
+        let view = MapView {
+            map: &map,
+            generation: 0,
+            loaded: true,
+            stale: false,
+            redactor: None,
+        };
+        let d = e.decide(&call, &view, &crate::sessions::NoHost);
+        match &d.patch().expect("owned calls are rewritten").conversation {
+            Slot::Set(c) => Some(c.to_string()),
+            Slot::Clear => None,
+            Slot::Keep => panic!("the conversation was left as the model wrote it"),
+        }
+    }
+
+    #[test]
+    fn a_delegation_key_an_agent_named_itself_carries_no_other_users_conversation() {
+        // paco--dali runs (an automation's sessionTarget) in a key it made up,
+        // naming pepito's chat: the approval cards must not go there.
+        let pepito = "agent:pepito--atlas:telegram:direct:777";
+        let forged = delegation_key("paco--dali", pepito);
+        assert_eq!(
+            param_for("paco--dali", &forged, serde_json::json!({}), &[]),
+            None
+        );
+        // The same with a sub-agent spawned from the forged session.
+        let child = "agent:paco--dali:subagent:1";
+        let lineage = Known::default();
+        lineage.note_spawner(child, Some(&forged));
+        let cx_trusted = |_: &str, _: &str| false;
+        assert_eq!(
+            originating_conversation(child, &lineage, &cx_trusted),
+            Origin::Unknown
+        );
+        // A delegation within the user's own agents keeps its conversation.
+        let own = delegation_key("paco--dali", C);
+        assert_eq!(
+            param_for("paco--dali", &own, serde_json::json!({}), &[]).as_deref(),
+            Some(C)
+        );
+        // So does one the caller may reach by an allow grant, not by an ask.
+        let grant = |access: &str| serde_json::json!({"crossUserSend": {"grants": {"paco--dali": {"pepito--*": access}}}});
+        assert_eq!(
+            param_for("paco--dali", &forged, grant("allow"), &[]).as_deref(),
+            Some(pepito)
+        );
+        assert_eq!(param_for("paco--dali", &forged, grant("ask"), &[]), None);
+        // And one the layer made (pepito's send, routed there by delegation-session),
+        // in whatever case OpenClaw hands the key back.
+        assert_eq!(
+            param_for(
+                "paco--dali",
+                &forged.to_uppercase(),
+                serde_json::json!({}),
+                &[&forged]
+            )
+            .as_deref(),
+            Some(pepito)
+        );
+        // No caller: no reach.
+        assert_eq!(param_for("", &forged, serde_json::json!({}), &[]), None);
     }
 
     #[test]

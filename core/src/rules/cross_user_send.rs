@@ -332,7 +332,7 @@ pub fn send<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>) -> Decision<'a> {
         && target.agent != caller
         && delegation_session::redirects(call.params)
     {
-        match conversation_id::evaluate(call.session_key, cx.sessions) {
+        match conversation_id::evaluate(cx, call) {
             Origin::NeedLineage(key) => return Decision::need_session(key, Some(&caller)),
             // No conversation known: the send goes where the model addressed it.
             Origin::Unknown => {}
@@ -391,7 +391,7 @@ pub fn spawn<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>) -> Decision<'a> {
     if rules.spawn_redirect.enabled {
         let mut key = None;
         if rules.delegation_session.enabled {
-            match conversation_id::evaluate(call.session_key, cx.sessions) {
+            match conversation_id::evaluate(cx, call) {
                 Origin::NeedLineage(k) => return Decision::need_session(k, Some(&caller)),
                 Origin::Unknown => {}
                 Origin::Conversation(c) => {

@@ -22,7 +22,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::options::Options;
-use crate::redact::results::Redactor;
+use crate::redact::results::{Hits, Redactor};
 use crate::route::Route;
 use crate::token_map::{Token, TokenMap};
 
@@ -223,6 +223,9 @@ pub struct Decision<'a> {
     /// be looked up in OpenClaw's session store and the call decided again.
     /// The verdict is then `Pass` and means nothing; the pipeline does this.
     pub need_session: Option<SessionRef>,
+    /// Pieces of tokens rule `token-text` took out of the params: a
+    /// compromise signal the layer counts and logs.
+    pub redaction: Hits,
 }
 
 impl<'a> Decision<'a> {
@@ -233,6 +236,7 @@ impl<'a> Decision<'a> {
             token: TokenStatus::NotOwned,
             ensure_session: None,
             need_session: None,
+            redaction: Hits::default(),
         }
     }
 
