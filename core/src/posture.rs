@@ -274,6 +274,16 @@ pub fn drift<'a>(
             )),
         ))
     };
+    let who = display(&a.agent_id);
+    // The posture counts on such a tool never being offered to this agent:
+    // a call of one means something offered it past the tool policy (a
+    // command-line backend's own tools, a plugin's), and it is refused.
+    if let Some(does) = tools::tool(call.tool).and_then(|t| leaves(t, how == Containment::Sandbox))
+    {
+        return refuse(format!(
+            "agent {who} is contained only while it is never offered {tool}, which {does}"
+        ));
+    }
     let now = match host.session_now(agent, call.session_key.unwrap_or("")) {
         Ok(Some(now)) => now,
         Ok(None) => return None,
@@ -284,7 +294,6 @@ pub fn drift<'a>(
             ))
         }
     };
-    let who = display(&a.agent_id);
     match how {
         Containment::Sandbox => {
             if !now.sandboxed {
@@ -584,6 +593,27 @@ fn code_mode_exposure(inp: &Inputs<'_>, a: &RosterAgent) -> Option<Exposure> {
     ))
 }
 
+/// A command-line model backend runs its own tools on the host, outside
+/// the sandbox and `workspaceOnly` (`crate::openclaw::cli_backends`).
+fn cli_backend_exposures(inp: &Inputs<'_>, a: &RosterAgent) -> Vec<Exposure> {
+    let entry = match (&a.key, &a.entry) {
+        (Some(k), Some(e)) => Some((k.as_str(), e)),
+        _ => None,
+    };
+    crate::openclaw::cli_backends::reachable(inp.root, entry)
+        .into_iter()
+        .map(|(id, key)| {
+            exposure(
+                format!(
+                    "it may run on the command-line backend {}, whose own tools run on the host, outside every sandbox and workspaceOnly",
+                    shown(&id)
+                ),
+                key,
+            )
+        })
+        .collect()
+}
+
 /// The id the tool policy mirror is asked about for `a`: for the agents
 /// the roster doesn't list, an id it doesn't list either.
 fn tool_policy_id(inp: &Inputs<'_>, a: &RosterAgent) -> String {
@@ -856,6 +886,7 @@ fn sandbox_exposures(inp: &Inputs<'_>, a: &RosterAgent, s: &AgentSettings) -> Ve
     out.extend(tool_exposures(inp, a, true, "tools.sandbox.tools.allow"));
     out.extend(automations_exposure(inp, &a.id, true));
     out.extend(code_mode_exposure(inp, a));
+    out.extend(cli_backend_exposures(inp, a));
     out
 }
 
@@ -875,6 +906,7 @@ fn host_exposures(inp: &Inputs<'_>, a: &RosterAgent, s: &AgentSettings) -> Vec<E
     out.extend(tool_exposures(inp, a, false, &deny_key));
     out.extend(automations_exposure(inp, &a.id, false));
     out.extend(code_mode_exposure(inp, a));
+    out.extend(cli_backend_exposures(inp, a));
     for w in &a.workspaces {
         if let Some(hit) = exposes(inp, w, Mounted::HostWorkspace) {
             out.push(exposure(
@@ -1359,6 +1391,20 @@ mod tests {
     }
 
     #[test]
+    fn a_command_line_model_backend_exposes_the_agent_however_it_is_contained() {
+        let sandboxed = no_code_mode(json!({"agents": {
+            "defaults": {"model": {"primary": "openai/gpt", "fallbacks": ["claude-cli/sonnet"]}},
+            "entries": {"a": {"sandbox": {"mode": "all", "backend": "claw-identity"}}}}}));
+        let e = exposures(&judge_with(sandboxed, &sandbox_defaults(), true), "a");
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert_eq!(e[0].key, "agents.defaults.model.fallbacks");
+        assert!(e[0].what.contains("claude-cli"), "{e:?}");
+        let host = host_config(json!({"agents": {"entries": {"a": {"model": "claude-cli/opus"}}}}));
+        let e = exposures(&judge_with(host, &Tools::default(), false), "a");
+        assert!(e.iter().any(|e| e.key == "agents.entries.a.model"), "{e:?}");
+    }
+
+    #[test]
     fn automations_are_fine_once_cron_triggers_are_off() {
         let tools = Tools {
             host: vec!["automations"],
@@ -1815,6 +1861,29 @@ mod drift_tests {
             Some(RULE_ID)
         );
         assert_eq!(blocked_by(&e, "exec", Chat(Ok(None))), None);
+    }
+
+    #[test]
+    fn a_call_of_a_tool_the_posture_counts_on_being_denied_is_refused_whatever_the_chat() {
+        let host = engine(Mode::Enforce, Containment::Host);
+        for tool in ["exec", "process", "gateway", "browser", "nodes"] {
+            assert_eq!(
+                blocked_by(&host, tool, Chat(Ok(None))),
+                Some(RULE_ID),
+                "{tool}"
+            );
+        }
+        assert_eq!(blocked_by(&host, "read", Chat(Ok(None))), None);
+        let sandbox = engine(Mode::Enforce, Containment::Sandbox);
+        assert_eq!(
+            blocked_by(&sandbox, "exec", Chat(Ok(Some(now(true))))),
+            None,
+            "exec runs in the sandbox"
+        );
+        assert_eq!(
+            blocked_by(&sandbox, "gateway", Chat(Ok(Some(now(true))))),
+            Some(RULE_ID)
+        );
     }
 
     #[test]

@@ -525,11 +525,13 @@ mod tests {
 
     #[test]
     fn switched_off_rules_route_nothing() {
-        let off = Router::new(&opts(json!({"protectMap": "off", "posture": "warn", "rules": {
-            "crossUserSend": {"enabled": false}, "spawnRedirect": {"enabled": false},
-            "delegationSession": {"enabled": false}, "workboardScope": {"enabled": false},
-            "conversationId": {"enabled": false}, "layerControls": {"enabled": false},
-        }})));
+        let off = Router::new(&opts(
+            json!({"protectMap": "off", "posture": "warn", "rules": {
+                "crossUserSend": {"enabled": false}, "spawnRedirect": {"enabled": false},
+                "delegationSession": {"enabled": false}, "workboardScope": {"enabled": false},
+                "conversationId": {"enabled": false}, "layerControls": {"enabled": false},
+            }}),
+        ));
         // Only the shells stay (sandbox-pty has no switch), and the
         // Workboard tools (token-text has none either).
         let left: Vec<&str> = off.tools().collect();

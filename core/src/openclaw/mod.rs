@@ -9,6 +9,7 @@
 
 pub mod agent;
 pub mod base64;
+pub mod cli_backends;
 pub mod code_mode;
 pub mod plugins;
 pub mod roster;
