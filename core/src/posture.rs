@@ -1771,8 +1771,6 @@ mod drift_tests {
             "read",
             "write",
             "apply_patch",
-            "browser",
-            "gateway",
             "portal",
         ] {
             assert_eq!(
