@@ -593,6 +593,18 @@ fn code_mode_exposure(inp: &Inputs<'_>, a: &RosterAgent) -> Option<Exposure> {
     ))
 }
 
+/// A `MEDIA:` directive in a model's reply attaches a file from the media
+/// roots without any tool call (`resolveAgentScopedOutboundMediaAccess`,
+/// `read-capability-*.mjs`): no tool policy removes it, so no root may hold
+/// a secret location.
+fn media_reply_exposure(inp: &Inputs<'_>, a: &RosterAgent) -> Option<Exposure> {
+    let hit = roots_expose(inp, a, "message")?;
+    Some(exposure(
+        format!("a MEDIA: line in its reply can attach {hit}"),
+        "tokenMapPath",
+    ))
+}
+
 /// A command-line model backend runs its own tools on the host, outside
 /// the sandbox and `workspaceOnly` (`crate::openclaw::cli_backends`).
 fn cli_backend_exposures(inp: &Inputs<'_>, a: &RosterAgent) -> Vec<Exposure> {
@@ -887,6 +899,7 @@ fn sandbox_exposures(inp: &Inputs<'_>, a: &RosterAgent, s: &AgentSettings) -> Ve
     out.extend(automations_exposure(inp, &a.id, true));
     out.extend(code_mode_exposure(inp, a));
     out.extend(cli_backend_exposures(inp, a));
+    out.extend(media_reply_exposure(inp, a));
     out
 }
 
@@ -907,6 +920,7 @@ fn host_exposures(inp: &Inputs<'_>, a: &RosterAgent, s: &AgentSettings) -> Vec<E
     out.extend(automations_exposure(inp, &a.id, false));
     out.extend(code_mode_exposure(inp, a));
     out.extend(cli_backend_exposures(inp, a));
+    out.extend(media_reply_exposure(inp, a));
     for w in &a.workspaces {
         if let Some(hit) = exposes(inp, w, Mounted::HostWorkspace) {
             out.push(exposure(
@@ -1405,6 +1419,30 @@ mod tests {
     }
 
     #[test]
+    fn a_map_under_a_media_root_exposes_every_agent_since_a_reply_can_attach_it() {
+        let protected = crate::rules::map_access::map_locations(Path::new(
+            "/tmp/openclaw/secrets/agent-tokens.json",
+        ));
+        let root = host_config(json!({}));
+        let inp = Inputs {
+            root: root.as_object().unwrap(),
+            agents: roster(&root),
+            protected: &protected,
+            openclaw_dirs: vec![],
+            tools: &Tools::default(),
+            own_sandbox_here: false,
+        };
+        let p = judge(Mode::Enforce, &inp);
+        let e = exposures(&p, "a");
+        assert!(
+            e.iter().any(|e| e
+                .what
+                .starts_with("a MEDIA: line in its reply can attach the token map")),
+            "{e:?}"
+        );
+    }
+
+    #[test]
     fn automations_are_fine_once_cron_triggers_are_off() {
         let tools = Tools {
             host: vec!["automations"],
@@ -1563,14 +1601,23 @@ mod tests {
                 .any(|e| e.key == "agents.entries.a.sandbox.workspaceAccess"),
             "{e:?}"
         );
-        let p = judge_with(
-            root(json!([]), "none", "/home/u"),
-            &sandbox_defaults(),
-            false,
+        // An unmounted workspace shows the sandbox nothing; a reply's MEDIA:
+        // line still reads it from the host.
+        let e = exposures(
+            &judge_with(
+                root(json!([]), "none", "/home/u"),
+                &sandbox_defaults(),
+                false,
+            ),
+            "a",
         );
         assert!(
-            p.agent("a").unwrap().is_contained(),
-            "an unmounted workspace shows nothing"
+            !e.iter().any(|e| e.key.ends_with(".workspaceAccess")),
+            "{e:?}"
+        );
+        assert!(
+            e.iter().any(|e| e.what.starts_with("a MEDIA: line")),
+            "{e:?}"
         );
     }
 
@@ -1765,14 +1812,7 @@ mod drift_tests {
     #[test]
     fn a_sandboxed_agents_host_tools_are_refused_in_a_chat_that_runs_outside_its_sandbox() {
         let e = engine(Mode::Enforce, Containment::Sandbox);
-        for tool in [
-            "exec",
-            "process",
-            "read",
-            "write",
-            "apply_patch",
-            "portal",
-        ] {
+        for tool in ["exec", "process", "read", "write", "apply_patch", "portal"] {
             assert_eq!(
                 blocked_by(&e, tool, Chat(Ok(Some(now(true))))),
                 None,
