@@ -108,6 +108,29 @@ export async function sandboxBench({ rounds = 200, turns = 500, coldTurns = 40 }
     const execEnv = { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', HOME: handle.workdir };
     const buildSpec = () => handle.buildExecSpec({ command: 'true', workdir: handle.workdir, env: execEnv, usePty: false });
 
+    // Per turn, first (before the spawn rows leave their garbage to
+    // collect): the factory, with the probe passed already for this config,
+    // and buildExecSpec per command. After the spawn rows, which keep this
+    // config: the factory with a config the probe has not seen (so it runs),
+    // and for comparison the probe run blocking on the loop
+    // (sandboxProbeSync), as every turn ran it before.
+    const turnRows = {};
+    const measure = async (id, n, fn, before) => {
+      const m = { busy: [], active: [], wall: [] };
+      for (let i = 0; i < n; i++) {
+        before?.();
+        const x = await onLoop(fn);
+        m.busy.push(x.busyMs);
+        m.active.push(x.activeMs);
+        m.wall.push(x.wallMs);
+      }
+      turnRows[id] = { busy: stats(m.busy), active: stats(m.active), wall: stats(m.wall) };
+    };
+    await measure('factory.cached', 200, () => backend.factory(params)); // warm-up
+    await measure('factory.cached', turns, () => backend.factory(params));
+    await measure('exec.spec', turns, buildSpec);
+    await measure('loop.empty', turns, () => new Promise((resolve) => setImmediate(resolve)));
+
     // The same namespace and process flags as the backend's, and only the root it needs to run `true`.
     const spec = await buildSpec();
     const flags = spec.argv.slice(
@@ -136,27 +159,7 @@ export async function sandboxBench({ rounds = 200, turns = 500, coldTurns = 40 }
     }
     const ratio = (a, b) => median(times[a].map((x, i) => x / times[b][i]));
 
-    // Per turn: the factory, with the probe passed already for this config,
-    // and with a config it has not seen (so the probe runs); buildExecSpec
-    // per command. Then, for comparison, the probe run blocking on the loop
-    // (sandboxProbeSync), as every turn ran it before.
-    const turnRows = {};
-    const measure = async (id, n, fn, before) => {
-      const m = { busy: [], active: [], wall: [] };
-      for (let i = 0; i < n; i++) {
-        before?.();
-        const x = await onLoop(fn);
-        m.busy.push(x.busyMs);
-        m.active.push(x.activeMs);
-        m.wall.push(x.wallMs);
-      }
-      turnRows[id] = { busy: stats(m.busy), active: stats(m.active), wall: stats(m.wall) };
-    };
-    await measure('factory.cached', 50, () => backend.factory(params)); // warm-up
-    await measure('factory.cached', turns, () => backend.factory(params));
     await measure('factory.cold', coldTurns, () => backend.factory(params), reconfigure);
-    await measure('exec.spec', turns, buildSpec);
-    await measure('loop.empty', turns, () => new Promise((resolve) => setImmediate(resolve)));
     await measure('probe.sync.cold', coldTurns, async () => native.sandboxProbeSync(), reconfigure);
 
     return {
