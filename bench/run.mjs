@@ -1,5 +1,6 @@
 // npm run bench: per-call cost, reload latency and scale, side by side with
-// the plain-JS design, in one process run on whichever Node runs it.
+// the plain-JS design, and the sandbox (a command next to a bare bwrap, a
+// turn on the event loop), in one process run on whichever Node runs it.
 //   --quick              fewer and shorter samples (a smoke run, not for numbers)
 //   --only=percall,reload,scale,sandbox
 //   --clock=wall|cpu     wall time (default), or process CPU time, which a
