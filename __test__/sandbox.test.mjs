@@ -15,6 +15,10 @@
 // Then the refusals: no bwrap, bwrap gone after start, user namespaces
 // refused (the suite runs inside a sandbox that allows none), a hard-linked
 // map, the WebAssembly build. None of them runs the command anywhere.
+//
+// And the cost of a turn, by counts, not times: a bwrap wrapper counts the
+// probe's runs over turns (once per config), and a setImmediate shows the
+// event loop turning while the factory works.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
