@@ -15,6 +15,10 @@
 // Then the refusals: no bwrap, bwrap gone after start, user namespaces
 // refused (the suite runs inside a sandbox that allows none), a hard-linked
 // map, the WebAssembly build. None of them runs the command anywhere.
+//
+// And the cost of a turn, by counts, not times: a bwrap wrapper counts the
+// probe's runs over turns (once per config), and a setImmediate shows the
+// event loop turning while the factory works.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -413,6 +417,64 @@ describe('with sandbox.network "host"', () => {
       gw.stop();
       for (const d of [L.base, L.runDir, L.priv]) fs.rmSync(d, { recursive: true, force: true });
     }
+  });
+});
+
+describe('the probe runs once per config, not per turn, and off the event loop', () => {
+  const s = {};
+  before(() => {
+    assert.ok(bwrap, 'bwrap is not installed');
+    s.L = layout(null);
+    // sandbox.bwrap is a wrapper that logs each run, and fails while `fail` exists.
+    const runLog = path.join(s.L.priv, 'bwrap-runs');
+    const fail = path.join(s.L.priv, 'fail');
+    const wrapper = path.join(s.L.priv, 'bwrap');
+    fs.writeFileSync(
+      wrapper,
+      `#!/bin/sh\necho run >> '${runLog}'\n[ -e '${fail}' ] && { echo 'bwrap: No permissions to create new namespace' >&2; exit 1; }\nexec '${bwrap}' "$@"\n`,
+      { mode: 0o700 },
+    );
+    fs.writeFileSync(fail, '');
+    const sandbox = { bwrap: wrapper };
+    s.out = runChild(null, s.L, {
+      options: { sandbox },
+      runLog,
+      turns: [
+        {}, // the probe fails
+        { rm: fail }, // a failed probe is not kept: it runs again, and passes
+        {},
+        {},
+        { options: { sandbox: { ...sandbox, hide: [path.join(s.L.home, 'notes')] } } }, // another config
+        {},
+        { append: [wrapper, '# upgraded\n'] }, // the same bwrap path, another file
+        {},
+        {},
+      ],
+    });
+  });
+  after(() => {
+    for (const d of [s.L.base, s.L.runDir, s.L.priv]) fs.rmSync(d, { recursive: true, force: true });
+  });
+
+  test('bwrap runs for the first turn, again after a failed probe, a config change or a changed bwrap, and never for the turns between', () => {
+    const { turns } = s.out;
+    assert.deepEqual(
+      turns.map((t) => t.ok),
+      [false, true, true, true, true, true, true, true, true],
+      JSON.stringify(turns.map((t) => t.error)),
+    );
+    assert.match(turns[0].error, /refuses user namespaces/);
+    assert.deepEqual(
+      turns.map((t) => t.runs),
+      [1, 2, 2, 2, 3, 3, 4, 4, 4],
+    );
+  });
+
+  test('the event loop turns while the factory works, whether the probe runs or not', () => {
+    assert.deepEqual(
+      s.out.turns.map((t) => t.turned),
+      s.out.turns.map(() => true),
+    );
   });
 });
 

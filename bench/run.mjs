@@ -1,7 +1,8 @@
 // npm run bench: per-call cost, reload latency and scale, side by side with
-// the plain-JS design, in one process run on whichever Node runs it.
+// the plain-JS design, and the sandbox (a command next to a bare bwrap, a
+// turn on the event loop), in one process run on whichever Node runs it.
 //   --quick              fewer and shorter samples (a smoke run, not for numbers)
-//   --only=percall,reload,scale (or redaction: the tool-result rows of percall alone)
+//   --only=percall,reload,scale,sandbox (or redaction: the tool-result rows of percall alone)
 //   --clock=wall|cpu     wall time (default), or process CPU time, which a
 //                        busy shared machine does not inflate by preemption
 //   --json=<file>        raw results, every sample
@@ -12,6 +13,7 @@ import os from 'node:os';
 import { clocks, fmtNs, fmtRatio, table } from './harness.mjs';
 import { REDACT_KB, perCall } from './percall.mjs';
 import { reloadLatency, wasmReloadLatency } from './reload.mjs';
+import { sandboxBench } from './sandbox.mjs';
 import { scale } from './scale.mjs';
 
 const args = Object.fromEntries(
@@ -197,6 +199,68 @@ if (want('scale')) {
   check('per-call cost flat from 10 to 100,000 agents (c/b within 1.5x)', spread <= 1.5, `c/b ${ratios.map(fmtRatio).join(' / ')}`);
   const cap = rows.find((r) => r.atCap);
   if (cap) check('a map at the size cap loads in under a second', cap.loadMs < 1000, `${cap.loadMs.toFixed(0)} ms, ${cap.rssMiB.toFixed(0)} MiB`);
+}
+
+if (want('sandbox')) {
+  const r = await sandboxBench({ rounds: quick ? 30 : 200, turns: quick ? 100 : 500, coldTurns: quick ? 10 : 40 });
+  results.sandbox = r;
+  if (r.skipped) {
+    console.log(`## Sandbox: skipped, ${r.skipped}\n`);
+  } else {
+    const ms = (x) => (x >= 10 ? x.toFixed(1) : x.toFixed(2));
+    const sp = r.spawn;
+    console.log(`## Sandbox: one command, spawned and waited for (${sp['host.sh'].n} interleaved rounds, ms, wall clock)\n`);
+    console.log(
+      table(
+        ['command', 'p50', 'p99', 'vs bare bwrap'],
+        [
+          ['`sh -c true` on the host', ms(sp['host.sh'].p50), ms(sp['host.sh'].p99), fmtRatio(1 / r.ratio.bareVsSh)],
+          [`bare \`bwrap ${r.flags.join(' ')} --ro-bind / / true\``, ms(sp['bwrap.bare'].p50), ms(sp['bwrap.bare'].p99), '1'],
+          [
+            `the backend's bwrap command line for \`true\` alone (${r.mounts} mounts, \`sh -c\`)`,
+            ms(sp['bwrap.plan'].p50),
+            ms(sp['bwrap.plan'].p99),
+            fmtRatio(r.ratio.planVsBare),
+          ],
+          [
+            "sandboxed `exec` of `true`: the backend's buildExecSpec, then spawn",
+            ms(sp['backend.exec'].p50),
+            ms(sp['backend.exec'].p99),
+            fmtRatio(r.ratio.execVsBare),
+          ],
+        ],
+      ),
+    );
+    const t = r.turn;
+    console.log(
+      `\n"vs bare bwrap": median of the per-round ratios.\n\n## Sandbox: each turn on the gateway's event loop (ms; "loop active": the time the loop did not wait for events, from eventLoopUtilization, which counts its thread being preempted too; "loop busy": that time less the thread's run-queue wait from the scheduler, so what the loop itself spent, running or blocked; "wall": until the promise settles)\n`,
+    );
+    const row = (label, x) => [label, ms(x.busy.p50), ms(x.busy.p99), ms(x.active.p50), ms(x.active.p99), ms(x.wall.p50), ms(x.wall.p99), String(x.busy.n)];
+    console.log(
+      table(
+        ['work', 'loop busy p50', 'p99', 'loop active p50', 'p99', 'wall p50', 'p99', 'samples'],
+        [
+          row("the backend's factory (one per turn), the probe passed already for this config", t['factory.cached']),
+          row("the backend's factory, a config the probe has not seen (the probe runs, off the loop)", t['factory.cold']),
+          row('buildExecSpec (one per command)', t['exec.spec']),
+          row('an empty turn of the loop (setImmediate): the floor', t['loop.empty']),
+          row('before: the probe run blocking on the loop (sandboxProbeSync), as every turn ran it', t['probe.sync.cold']),
+        ],
+      ),
+    );
+    console.log('');
+    for (const [id, what] of [
+      ['factory.cached', 'probe passed'],
+      ['factory.cold', 'probe run'],
+    ]) {
+      check(
+        `per-turn work on the event loop at most 1 ms (the factory, ${what}: loop busy p99)`,
+        t[id].busy.p99 <= 1,
+        `${ms(t[id].busy.p99)} ms (active p99 ${ms(t[id].active.p99)} ms)`,
+      );
+    }
+    check('a sandboxed exec of `true` at most 2x a bare bwrap of `true`', r.ratio.execVsBare <= 2, `${fmtRatio(r.ratio.execVsBare)}x`);
+  }
 }
 
 results.loadAfter = os.loadavg();

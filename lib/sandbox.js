@@ -80,6 +80,11 @@ async function terminate(native, marker) {
  * `openclaw/plugin-sdk/sandbox`; `native` the loaded build.
  */
 export function createSandboxBackend({ native, sdk, logger }) {
+  // The probe and the plans run on the addon's thread pool, off the
+  // gateway's event loop (the factory runs at every turn); the WebAssembly
+  // build, which runs no threads, has only the blocking ones.
+  const probe = async () => native.sandboxProbe?.() ?? native.sandboxProbeSync();
+  const spawnSpecOf = async (request) => native.sandboxSpawn?.(request) ?? native.sandboxSpawnSync(request);
   const logged = new Set();
   const refuse = (reason, fix) => {
     // Once per reason in the log; every refused turn gets the error.
@@ -93,7 +98,7 @@ export function createSandboxBackend({ native, sdk, logger }) {
 
   /** `factory(params)` (`context-*.mjs`, `resolveProvisionedSandboxContext`). */
   async function factory(params) {
-    const status = native.sandboxProbe();
+    const status = await probe();
     if (!status.ok) throw refuse(status.reason, status.fix);
     const workdir = native.sandboxWorkdir(params.workspaceDir);
     const workspaceAccess = params.cfg?.workspaceAccess ?? 'none';
@@ -117,9 +122,9 @@ export function createSandboxBackend({ native, sdk, logger }) {
       binds: params.cfg?.docker?.binds ?? [],
     };
     const runtimeId = `claw-identity-${createHash('sha256').update(String(params.scopeKey)).digest('hex').slice(0, 12)}`;
-    const spawnSpec = (request) => {
+    const spawnSpec = async (request) => {
       try {
-        return native.sandboxSpawn({ session, ...request });
+        return await spawnSpecOf({ session, ...request });
       } catch (err) {
         throw new Error(`${err.message} (The command did not run, in the sandbox or on the host.)`);
       }
@@ -127,7 +132,7 @@ export function createSandboxBackend({ native, sdk, logger }) {
     // The session itself, checked now (a workspace that holds a home, binds
     // the backend won't make): the turn is refused at its start, not at its first exec.
     try {
-      native.sandboxSpawn({ session, run: { command: 'true' }, env: {} });
+      await spawnSpecOf({ session, run: { command: 'true' }, env: {} });
     } catch (err) {
       logger?.error?.(`[claw-identity] the sandbox backend refused a session: ${err.message}`);
       throw new Error(`${err.message} (The command did not run, in the sandbox or on the host.)`);
@@ -150,13 +155,13 @@ export function createSandboxBackend({ native, sdk, logger }) {
       async buildExecSpec({ command, workdir: cwd, env, usePty }) {
         // OpenClaw passes usePty false for every sandboxed exec; the ask
         // reaches here as rule sandbox-pty's marker in env (core/src/rules/sandbox_pty.rs).
-        const s = spawnSpec({ workdir: cwd, run: { command, pty: usePty === true }, env: env ?? {} });
+        const s = await spawnSpec({ workdir: cwd, run: { command, pty: usePty === true }, env: env ?? {} });
         return { argv: s.argv, env: s.env, cwd: workdir, stdinMode: s.pty ? 'pipe-open' : 'pipe-closed' };
       },
 
       /** The file bridge's helpers (`createSandboxFsBridge`): `sh -c script openclaw-sandbox-fs args…`. */
       async runShellCommand({ script, args, stdin, allowFailure, signal }) {
-        const s = spawnSpec({ run: { script, args: args ?? [] }, env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', HOME: workdir } });
+        const s = await spawnSpec({ run: { script, args: args ?? [] }, env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', HOME: workdir } });
         const result = await run(s.argv, { env: s.env, cwd: workdir, stdin, signal, maxBuffer });
         if (result.code !== 0 && !allowFailure) {
           throw new Error(result.stderr.toString('utf8').trim() || `claw-identity sandbox: command exited ${result.code}`);
@@ -193,7 +198,7 @@ export function createSandboxBackend({ native, sdk, logger }) {
     // Nothing outlives a command: no runtime to inspect or remove.
     manager: {
       async describeRuntime() {
-        return { running: native.sandboxProbe().ok, actualConfigLabel: 'bubblewrap', configLabelMatch: true };
+        return { running: (await probe()).ok, actualConfigLabel: 'bubblewrap', configLabelMatch: true };
       },
       async removeRuntime() {},
     },

@@ -579,21 +579,139 @@ pub struct SandboxStatus {
     pub fix: Option<String>,
 }
 
-/// Runs one sandboxed command with every mask and flag and checks that it
-/// sees no token map: `{ ok, bwrap, reason, fix }`.
-#[napi(catch_unwind)]
-pub fn sandbox_probe(env: Env) -> Result<SandboxStatus> {
-    let p = sandboxed_layer(&env)?.layer.sandbox_probe();
+fn sandbox_status(p: claw_identity_core::sandbox::Probe) -> SandboxStatus {
     let (reason, fix) = match p.result {
         Ok(()) => (None, None),
         Err(r) => (Some(r.why), Some(r.fix)),
     };
-    Ok(SandboxStatus {
+    SandboxStatus {
         ok: reason.is_none(),
         bwrap: p.bwrap.map(|b| b.display().to_string()),
         reason,
         fix,
+    }
+}
+
+/// Whether the sandbox can run here: one sandboxed command with every mask
+/// and flag, checked to see no token map, run once per config
+/// (`sandbox::probe_cached`): `{ ok, bwrap, reason, fix }`. Blocks the
+/// calling thread while bwrap runs; `sandboxProbe` does not.
+#[napi(catch_unwind)]
+pub fn sandbox_probe_sync(env: Env) -> Result<SandboxStatus> {
+    Ok(sandbox_status(
+        sandboxed_layer(&env)?.layer.sandbox().probe(),
+    ))
+}
+
+fn sandbox_request(request: serde_json::Value) -> Result<claw_identity_core::sandbox::Request> {
+    serde_json::from_value(request).map_err(|e| invalid(format!("sandbox request: {e}")))
+}
+
+/// What the plugin spawns for one sandboxed command.
+#[napi(object)]
+pub struct SandboxSpawn {
+    pub argv: Vec<String>,
+    pub env: std::collections::BTreeMap<String, String>,
+    /// It runs in a terminal: its stdin stays open.
+    pub pty: bool,
+}
+
+fn sandbox_spawned(
+    spawn: std::result::Result<
+        claw_identity_core::sandbox::Spawn,
+        claw_identity_core::sandbox::Refusal,
+    >,
+) -> Result<SandboxSpawn> {
+    let s = spawn.map_err(|r| Error::from_reason(format!("claw-identity sandbox: {r}")))?;
+    Ok(SandboxSpawn {
+        argv: s.argv,
+        env: s.env,
+        pty: s.pty,
     })
+}
+
+/// The bwrap command line and environment for one command:
+/// `{ argv, env, pty }`. Throws with why and what to do where it can't run.
+#[napi(catch_unwind)]
+pub fn sandbox_spawn_sync(env: Env, request: serde_json::Value) -> Result<SandboxSpawn> {
+    let req = sandbox_request(request)?;
+    sandbox_spawned(sandboxed_layer(&env)?.layer.sandbox().spawn(&req))
+}
+
+// The same two on the libuv thread pool, off the gateway's event loop: the
+// backend's factory runs at every turn, and a probe is a bwrap run (10 to
+// 50 ms), a plan some 230 system calls (0.2 to 0.4 ms). What they need of
+// the layer is taken on the JS thread (`Layer::sandbox`). The WebAssembly
+// build has only the sync ones: it runs no threads, and refuses at once.
+
+/// `f` on a thread-pool thread, where a panic would abort the gateway: a
+/// rejected promise instead.
+#[cfg(not(target_os = "wasi"))]
+fn off_loop<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| {
+        Err(Error::from_reason(
+            "claw-identity sandbox: internal error (a panic while planning)",
+        ))
+    })
+}
+
+#[cfg(not(target_os = "wasi"))]
+pub struct SandboxProbeTask(claw_identity_core::sandbox::Context);
+
+#[cfg(not(target_os = "wasi"))]
+#[napi]
+impl Task for SandboxProbeTask {
+    type Output = claw_identity_core::sandbox::Probe;
+    type JsValue = SandboxStatus;
+
+    fn compute(&mut self) -> Result<Self::Output> {
+        off_loop(|| Ok(self.0.probe()))
+    }
+
+    fn resolve(&mut self, _env: Env, output: Self::Output) -> Result<Self::JsValue> {
+        Ok(sandbox_status(output))
+    }
+}
+
+/// `sandboxProbeSync` on the libuv thread pool: a promise of `{ ok, bwrap, reason, fix }`.
+#[cfg(not(target_os = "wasi"))]
+#[napi(catch_unwind)]
+pub fn sandbox_probe(env: Env) -> Result<AsyncTask<SandboxProbeTask>> {
+    Ok(AsyncTask::new(SandboxProbeTask(
+        sandboxed_layer(&env)?.layer.sandbox(),
+    )))
+}
+
+#[cfg(not(target_os = "wasi"))]
+pub struct SandboxSpawnTask {
+    sandbox: claw_identity_core::sandbox::Context,
+    request: claw_identity_core::sandbox::Request,
+}
+
+#[cfg(not(target_os = "wasi"))]
+#[napi]
+impl Task for SandboxSpawnTask {
+    type Output = SandboxSpawn;
+    type JsValue = SandboxSpawn;
+
+    fn compute(&mut self) -> Result<Self::Output> {
+        off_loop(|| sandbox_spawned(self.sandbox.spawn(&self.request)))
+    }
+
+    fn resolve(&mut self, _env: Env, output: Self::Output) -> Result<Self::JsValue> {
+        Ok(output)
+    }
+}
+
+/// `sandboxSpawnSync` on the libuv thread pool: a promise of
+/// `{ argv, env, pty }`, rejected with why and what to do where it can't run.
+#[cfg(not(target_os = "wasi"))]
+#[napi(catch_unwind)]
+pub fn sandbox_spawn(env: Env, request: serde_json::Value) -> Result<AsyncTask<SandboxSpawnTask>> {
+    Ok(AsyncTask::new(SandboxSpawnTask {
+        request: sandbox_request(request)?,
+        sandbox: sandboxed_layer(&env)?.layer.sandbox(),
+    }))
 }
 
 /// Where a workspace shows in the sandbox: its real path.
@@ -606,22 +724,6 @@ pub fn sandbox_workdir(workspace_dir: String) -> Result<String> {
                 "claw-identity: sandbox workspace {workspace_dir}: {e}"
             ))
         })
-}
-
-/// The bwrap command line and environment for one command:
-/// `{ argv, env }`. Throws with why and what to do where it can't run.
-#[napi(
-    catch_unwind,
-    ts_return_type = "{ argv: string[]; env: Record<string, string> }"
-)]
-pub fn sandbox_spawn(env: Env, request: serde_json::Value) -> Result<serde_json::Value> {
-    let req: claw_identity_core::sandbox::Request =
-        serde_json::from_value(request).map_err(|e| invalid(format!("sandbox request: {e}")))?;
-    let spawn = sandboxed_layer(&env)?
-        .layer
-        .sandbox_spawn(&req)
-        .map_err(|r| Error::from_reason(format!("claw-identity sandbox: {r}")))?;
-    serde_json::to_value(spawn).map_err(|e| Error::from_reason(format!("claw-identity: {e}")))
 }
 
 /// The host PIDs whose environment holds `marker` (`NAME=value`).

@@ -17,24 +17,57 @@ const { createSandboxBackend } = await import(new URL('../../lib/sandbox.js', im
 const sdk = await import(spec.sdk);
 
 const quiet = { info() {}, warn() {}, error() {}, debug() {} };
-lib.configure({
-  tokenMapPath: spec.map,
-  ...(spec.options ?? {}),
-  logger: quiet,
-  openclawConfig: spec.openclawConfig ?? {},
-  pluginDirs: spec.pluginDirs ?? [],
-});
+const configure = (options) =>
+  lib.configure({
+    tokenMapPath: spec.map,
+    ...options,
+    logger: quiet,
+    openclawConfig: spec.openclawConfig ?? {},
+    pluginDirs: spec.pluginDirs ?? [],
+  });
+configure(spec.options ?? {});
 const native = globalThis[Symbol.for(`claw-identity.native.${lib.buildInfo.name}`)].native;
+const backend = createSandboxBackend({ native, sdk, logger: quiet });
+const factoryParams = {
+  workspaceDir: spec.workspace,
+  agentWorkspaceDir: spec.agentWorkspace ?? spec.workspace,
+  scopeKey: 'agent:paco--francis:main',
+  cfg: { workspaceAccess: spec.workspaceAccess ?? 'rw', docker: {} },
+};
 
-const out = { probe: native.sandboxProbe(), results: [] };
+// spec.turns: one factory call each, as OpenClaw makes one per turn; before
+// it, a turn may remove a file (`rm`), append to one (`append: [file, text]`)
+// or reconfigure the layer (`options`). Each records whether the factory
+// made a sandbox, whether the event loop turned (a setImmediate ran) before
+// it settled and, with spec.runLog, how many lines that file has then;
+// nothing else runs.
+if (spec.turns) {
+  const lines = (f) => (fs.existsSync(f) ? fs.readFileSync(f, 'utf8').split('\n').filter(Boolean).length : 0);
+  const turns = [];
+  for (const t of spec.turns) {
+    if (t.rm) fs.rmSync(t.rm, { force: true });
+    if (t.append) fs.appendFileSync(...t.append);
+    if (t.options) configure(t.options);
+    let turned = false;
+    setImmediate(() => {
+      turned = true;
+    });
+    try {
+      await backend.factory(factoryParams);
+      turns.push({ ok: true, turned });
+    } catch (err) {
+      turns.push({ ok: false, turned, error: err.message });
+    }
+    if (spec.runLog) turns.at(-1).runs = lines(spec.runLog);
+  }
+  process.stdout.write(JSON.stringify({ turns }));
+  process.exit(0);
+}
+
+const out = { probe: await (native.sandboxProbe?.() ?? native.sandboxProbeSync()), results: [] };
 let handle;
 try {
-  handle = await createSandboxBackend({ native, sdk, logger: quiet }).factory({
-    workspaceDir: spec.workspace,
-    agentWorkspaceDir: spec.agentWorkspace ?? spec.workspace,
-    scopeKey: 'agent:paco--francis:main',
-    cfg: { workspaceAccess: spec.workspaceAccess ?? 'rw', docker: {} },
-  });
+  handle = await backend.factory(factoryParams);
 } catch (err) {
   out.factoryError = err.message;
 }

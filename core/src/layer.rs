@@ -377,42 +377,22 @@ impl Layer {
         }
     }
 
-    /// This gateway's sandbox inputs: the protected locations in force
-    /// (the same `map-access` guards), and the paths the sandbox hides.
-    pub fn sandbox_inputs(&self) -> crate::sandbox::Inputs {
+    /// This gateway's sandbox, taken now (on the calling thread): the
+    /// protected locations in force (the same `map-access` guards), the
+    /// workspaces, and the map's tokens, which no command's environment
+    /// may hold.
+    pub fn sandbox(&self) -> crate::sandbox::Context {
         let e = &self.shared.engine;
-        crate::sandbox::inputs(
-            e.protected_locations(),
-            &e.workspaces(),
-            &e.options().sandbox,
-            &crate::sandbox::LiveHost::new(),
-        )
-    }
-
-    /// Whether the sandbox backend can run here (`crate::sandbox::probe`).
-    pub fn sandbox_probe(&self) -> crate::sandbox::Probe {
-        crate::sandbox::probe(
-            &crate::sandbox::LiveHost::new(),
-            &self.shared.engine.options().sandbox,
-            &self.sandbox_inputs(),
-            &crate::sandbox::gateway_path(),
-        )
-    }
-
-    /// The bwrap command line and environment for one sandboxed command.
-    /// A variable that holds a token of the map in force is left out.
-    pub fn sandbox_spawn(
-        &self,
-        req: &crate::sandbox::Request,
-    ) -> Result<crate::sandbox::Spawn, crate::sandbox::Refusal> {
         let redactor = self.redactor();
-        crate::sandbox::spawn_for(
-            &crate::sandbox::LiveHost::new(),
-            &self.shared.engine.options().sandbox,
-            &self.sandbox_inputs(),
-            req,
-            |v| matches!(redactor.redact_str(v), std::borrow::Cow::Owned(_)),
-        )
+        crate::sandbox::Context {
+            opts: e.options().sandbox.clone(),
+            protected: e.protected_locations(),
+            workspaces: e.workspaces(),
+            env: crate::sandbox::GatewayEnv::read(),
+            holds_token: Box::new(move |v| {
+                matches!(redactor.redact_str(v), std::borrow::Cow::Owned(_))
+            }),
+        }
     }
 
     /// `f` on the map in force, pinned while `f` runs (a reload meanwhile

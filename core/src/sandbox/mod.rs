@@ -35,7 +35,7 @@ mod probe;
 mod tests;
 
 pub use host::{processes_with, LiveHost};
-pub use probe::{find_bwrap, probe, Probe};
+pub use probe::{find_bwrap, probe, probe_cached, Probe};
 
 /// The backend's id, as `agents.*.sandbox.backend` selects it.
 pub const BACKEND_ID: &str = "claw-identity";
@@ -872,6 +872,30 @@ pub fn env(
         .collect()
 }
 
+/// What the sandbox's inputs take from the gateway's environment (`HOME`,
+/// `OPENCLAW_HOME`, `OPENCLAW_STATE_DIR`, `OPENCLAW_CONFIG_PATH`, `PATH`),
+/// read at once on the calling thread: Node may change the environment
+/// while another thread reads it.
+#[derive(Debug, Clone)]
+pub struct GatewayEnv {
+    /// The homes OpenClaw's paths give (`crate::paths::homes`).
+    pub homes: Vec<PathBuf>,
+    /// OpenClaw's state and config directories.
+    pub state_dirs: Vec<PathBuf>,
+    /// The gateway's `PATH`: bwrap and `script` are looked up there.
+    pub path: String,
+}
+
+impl GatewayEnv {
+    pub fn read() -> GatewayEnv {
+        GatewayEnv {
+            homes: crate::paths::homes(),
+            state_dirs: vec![crate::paths::state_dir(), crate::paths::config_dir()],
+            path: gateway_path(),
+        }
+    }
+}
+
 /// The inputs of this gateway's sandbox: the layer's protected locations,
 /// the state directories and homes OpenClaw's paths give (`crate::paths`),
 /// every agent's workspace (each sandbox shows only the ones it mounts),
@@ -882,21 +906,31 @@ pub fn inputs(
     opts: &SandboxOptions,
     host: &dyn HostView,
 ) -> Inputs {
-    let mut homes = crate::paths::homes();
+    inputs_in(protected, workspaces, opts, &GatewayEnv::read(), host)
+}
+
+/// [`inputs`], with the environment read already.
+pub fn inputs_in(
+    protected: Vec<Location>,
+    workspaces: &[PathBuf],
+    opts: &SandboxOptions,
+    env: &GatewayEnv,
+    host: &dyn HostView,
+) -> Inputs {
+    let mut homes = env.homes.clone();
     if let Some(h) = crate::sys::passwd_home() {
         if !homes.contains(&h) {
             homes.push(h);
         }
     }
-    let state_dirs = [crate::paths::state_dir(), crate::paths::config_dir()];
     let mut run_later: Vec<(PathBuf, &'static str)> = homes
         .iter()
         .map(|h| (h.clone(), "a home directory of the gateway's user"))
         .collect();
-    for d in gateway_path().split(':').filter(|d| d.starts_with('/')) {
+    for d in env.path.split(':').filter(|d| d.starts_with('/')) {
         run_later.push((PathBuf::from(d), "a directory of the gateway's PATH"));
     }
-    let mut hidden = hidden(host, &state_dirs, &homes, &opts.hide);
+    let mut hidden = hidden(host, &env.state_dirs, &homes, &opts.hide);
     hidden.extend(workspaces.iter().cloned());
     Inputs {
         hidden,
@@ -916,6 +950,54 @@ pub fn gateway_path() -> String {
     crate::sys::env_var("PATH")
         .and_then(|p| p.into_string().ok())
         .unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into())
+}
+
+/// What the sandbox's decisions need of the layer in force, taken on the
+/// calling thread: the config and the environment. The rest (the host's
+/// paths, the probe's bwrap run, the plans) only reads the file system and
+/// runs bwrap, so [`Context::probe`] and [`Context::spawn`] can run on any
+/// thread, off the gateway's event loop.
+pub struct Context {
+    pub opts: SandboxOptions,
+    /// The layer's protected locations (`Engine::protected_locations`).
+    pub protected: Vec<Location>,
+    /// Every agent's workspace, as OpenClaw's config gives them.
+    pub workspaces: Vec<PathBuf>,
+    pub env: GatewayEnv,
+    /// Whether a value holds a token of the map in force.
+    pub holds_token: Box<dyn Fn(&str) -> bool + Send + Sync>,
+}
+
+impl Context {
+    fn inputs(&self, host: &dyn HostView) -> Inputs {
+        inputs_in(
+            self.protected.clone(),
+            &self.workspaces,
+            &self.opts,
+            &self.env,
+            host,
+        )
+    }
+
+    /// Whether the sandbox can run here: [`probe_cached`].
+    pub fn probe(&self) -> Probe {
+        let host = LiveHost::new();
+        probe_cached(&host, &self.opts, &self.inputs(&host), &self.env.path)
+    }
+
+    /// The command line and environment for one command: [`spawn_for`].
+    pub fn spawn(&self, req: &Request) -> Result<Spawn, Refusal> {
+        let host = LiveHost::new();
+        let inputs = self.inputs(&host);
+        spawn_for(
+            &host,
+            &self.opts,
+            &inputs,
+            req,
+            &self.env.path,
+            &self.holds_token,
+        )
+    }
 }
 
 /// A host path and where it shows in the sandbox, as OpenClaw names them.
@@ -998,11 +1080,13 @@ impl SessionRequest {
 }
 
 /// The command line and environment for `req`, or why it can't run.
+/// `path` is the gateway's `PATH` (bwrap and `script` are looked up there).
 pub fn spawn_for(
     host: &dyn HostView,
     opts: &SandboxOptions,
     inputs: &Inputs,
     req: &Request,
+    path: &str,
     holds_token: impl Fn(&str) -> bool,
 ) -> Result<Spawn, Refusal> {
     if !req.session.binds.is_empty() {
@@ -1011,8 +1095,7 @@ pub fn spawn_for(
             "remove agents.*.sandbox.docker.binds for agents that use the claw-identity backend, or hide what they must not see with the plugin's sandbox.hide",
         ));
     }
-    let path = gateway_path();
-    let bwrap = probe::find_bwrap(host, opts, &path)?;
+    let bwrap = probe::find_bwrap(host, opts, path)?;
     let run = match (&req.run.command, &req.run.script) {
         (Some(command), None) => Run::Shell {
             command: command.clone(),
@@ -1050,7 +1133,7 @@ pub fn spawn_for(
         .iter()
         .find(|(k, _)| k == "PATH")
         .map(|(_, v)| v.clone())
-        .unwrap_or(path);
+        .unwrap_or_else(|| path.to_owned());
     let pty = matches!(run, Run::Shell { pty: true, .. });
     let command = command(host, &run, &env_path)?;
     let mounts = req.session.openclaw().mounts(&req.session.workdir);

@@ -3,9 +3,15 @@
 //! empty. Where it can't, why and what the operator does: the backend then
 //! refuses to start, and `doctor` and `audit` say so. It never falls back
 //! to the host.
+//!
+//! The backend's factory runs at every turn, and a probe (one bwrap run)
+//! costs 10 to 50 ms: the backend asks [`probe_cached`], which runs it once
+//! per [`key`] and keeps only probes that passed.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+
+use parking_lot::Mutex;
 
 use super::{plan, refuse, HostView, Inputs, Kind, Refusal, SandboxOptions};
 use crate::rules::map_access::Guard;
@@ -134,6 +140,84 @@ pub fn probe(host: &dyn HostView, opts: &SandboxOptions, inputs: &Inputs, path: 
     }
 }
 
+/// [`probe`], unless one with the same [`key`] passed already in this
+/// process. Where no bwrap is found, nothing is run or kept.
+pub fn probe_cached(
+    host: &dyn HostView,
+    opts: &SandboxOptions,
+    inputs: &Inputs,
+    path: &str,
+) -> Probe {
+    static PASSED: Passed = Passed::new();
+    let bwrap = match find_bwrap(host, opts, path) {
+        Ok(b) => b,
+        Err(r) => {
+            return Probe {
+                bwrap: None,
+                result: Err(r),
+            }
+        }
+    };
+    let key = key(host, opts, inputs, &bwrap);
+    PASSED.probe(key, bwrap, |b| run_probe(host, b, inputs))
+}
+
+/// What a probe's outcome depends on, as text: the options and the inputs
+/// (the config's protected locations, hidden paths and workspaces, the
+/// gateway's PATH), where each location of the map is now (its real path:
+/// a symlink turned elsewhere moves it), the bwrap to run and its file (a
+/// bwrap replaced or upgraded has another inode, size or change time), and
+/// the user. The host's kernel settings are not in it: a probe that passed
+/// can go stale only there (user namespaces refused later, say), and then
+/// every command's own bwrap fails, and nothing runs on the host. Each
+/// command plans its masks from the host as it is then (mounts, symlinks),
+/// whatever the probe saw.
+pub fn key(host: &dyn HostView, opts: &SandboxOptions, inputs: &Inputs, bwrap: &Path) -> String {
+    let map_now: Vec<Option<PathBuf>> = inputs
+        .protected
+        .iter()
+        .filter(|l| l.guard == Guard::Map)
+        .map(|l| host.real(&l.path))
+        .collect();
+    let file = crate::sys::stat(bwrap).ok();
+    let user = crate::sys::euid().ok();
+    format!("{opts:?}\n{inputs:?}\n{map_now:?}\n{bwrap:?} {file:?}\nuid {user:?}")
+}
+
+/// The keys of probes that passed. One is kept: a gateway has one config
+/// at a time. A probe that failed is not kept, so the next turn runs it
+/// again (the operator may have fixed the host meanwhile).
+pub struct Passed(Mutex<Option<String>>);
+
+impl Passed {
+    pub const fn new() -> Passed {
+        Passed(parking_lot::const_mutex(None))
+    }
+
+    /// `run`'s result for `bwrap`, or a pass without running it when the
+    /// last probe that passed had this `key`. Two turns that start at once
+    /// before the first pass both run it.
+    pub fn probe(
+        &self,
+        key: String,
+        bwrap: PathBuf,
+        run: impl FnOnce(&Path) -> Result<(), Refusal>,
+    ) -> Probe {
+        if self.0.lock().as_ref() == Some(&key) {
+            return Probe {
+                bwrap: Some(bwrap),
+                result: Ok(()),
+            };
+        }
+        let result = run(&bwrap);
+        *self.0.lock() = result.is_ok().then_some(key);
+        Probe {
+            bwrap: Some(bwrap),
+            result,
+        }
+    }
+}
+
 fn run_probe(host: &dyn HostView, bwrap: &Path, inputs: &Inputs) -> Result<(), Refusal> {
     let mut command: Vec<OsString> =
         vec!["/bin/sh".into(), "-c".into(), CHECK.into(), "probe".into()];
@@ -161,12 +245,14 @@ fn run_probe(host: &dyn HostView, bwrap: &Path, inputs: &Inputs) -> Result<(), R
 }
 
 /// Runs `argv` with an empty environment, waiting at most 30 s; its exit
-/// code (`None`: killed) and what it printed on stderr.
+/// code (`None`: killed) and what it printed on stderr. A thread reads
+/// stderr to its end, which comes when bwrap exits (its sandbox dies with
+/// it), so the wait is a channel's, not a polling loop's.
 #[cfg(not(target_os = "wasi"))]
 fn spawn(argv: &[OsString]) -> std::io::Result<(Option<i32>, String)> {
     use std::io::Read;
     use std::process::{Command, Stdio};
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
     let mut child = Command::new(&argv[0])
         .args(&argv[1..])
         .env_clear()
@@ -175,23 +261,24 @@ fn spawn(argv: &[OsString]) -> std::io::Result<(Option<i32>, String)> {
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()?;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(s) = child.try_wait()? {
-            break Some(s);
-        }
-        if Instant::now() > deadline {
+    let mut pipe = child.stderr.take().expect("stderr is piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut err = Vec::new();
+        let _ = pipe.read_to_end(&mut err);
+        let _ = tx.send(String::from_utf8_lossy(&err).into_owned());
+    });
+    Ok(match rx.recv_timeout(Duration::from_secs(30)) {
+        Ok(err) => (child.wait()?.code(), err),
+        Err(_) => {
             let _ = child.kill();
             let _ = child.wait();
-            break None;
+            (
+                None,
+                rx.recv_timeout(Duration::from_secs(1)).unwrap_or_default(),
+            )
         }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let mut err = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        let _ = e.read_to_string(&mut err);
-    }
-    Ok((status.and_then(|s| s.code()), err))
+    })
 }
 
 #[cfg(target_os = "wasi")]

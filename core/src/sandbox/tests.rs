@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use super::host::{aliases_in, parse_mountinfo};
-use super::probe::classify;
+use super::probe::{classify, key};
 use super::*;
 use crate::rules::layer_controls::{self, OpenClawFiles};
 use crate::rules::map_access::map_locations;
@@ -945,6 +945,101 @@ fn bwraps_failures_are_told_apart_with_their_fix() {
     assert!(r.why.contains("Can't mount proc"), "{r}");
 }
 
+// ---- the probe, once per config ----
+
+#[test]
+fn a_probe_that_passed_is_not_run_again_for_the_same_key() {
+    let passed = super::probe::Passed::new();
+    let runs = std::cell::Cell::new(0);
+    let run = |_: &Path| {
+        runs.set(runs.get() + 1);
+        Ok(())
+    };
+    for _ in 0..3 {
+        let p = passed.probe("config a".into(), pb("/usr/bin/bwrap"), run);
+        assert_eq!(p.result, Ok(()));
+        assert_eq!(p.bwrap, Some(pb("/usr/bin/bwrap")));
+    }
+    assert_eq!(runs.get(), 1);
+    passed.probe("config b".into(), pb("/usr/bin/bwrap"), run);
+    passed.probe("config b".into(), pb("/usr/bin/bwrap"), run);
+    assert_eq!(runs.get(), 2);
+}
+
+#[test]
+fn a_probe_that_failed_is_not_kept() {
+    let passed = super::probe::Passed::new();
+    let runs = std::cell::Cell::new(0);
+    let fail = |_: &Path| {
+        runs.set(runs.get() + 1);
+        Err(refuse("no user namespaces.", "allow them"))
+    };
+    for _ in 0..2 {
+        let p = passed.probe("config a".into(), pb("/usr/bin/bwrap"), fail);
+        assert_eq!(p.result.unwrap_err().why, "no user namespaces.");
+    }
+    assert_eq!(runs.get(), 2);
+    // Fixed: it passes, and is kept from then on.
+    let pass = |_: &Path| {
+        runs.set(runs.get() + 1);
+        Ok(())
+    };
+    passed.probe("config a".into(), pb("/usr/bin/bwrap"), pass);
+    passed.probe("config a".into(), pb("/usr/bin/bwrap"), fail);
+    assert_eq!(runs.get(), 3);
+}
+
+#[test]
+fn the_probes_key_changes_with_the_options_the_config_the_maps_real_place_and_the_bwrap_file() {
+    let dir = std::env::temp_dir().join(format!("claw-probe-key-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bwrap = dir.join("bwrap");
+    std::fs::write(&bwrap, "#!/bin/sh\n").unwrap();
+    let host = Fake::new();
+    let opts = SandboxOptions::default();
+    let inputs = inputs_for(&host, &OpenClawFiles::default());
+    let k = key(&host, &opts, &inputs, &bwrap);
+    assert_eq!(key(&host, &opts, &inputs, &bwrap), k, "the same config");
+
+    let network = SandboxOptions {
+        network: Network::Host,
+        ..Default::default()
+    };
+    assert_ne!(key(&host, &network, &inputs, &bwrap), k, "an option");
+
+    let mut more = inputs.clone();
+    more.hidden.push(pb("/srv/secret"));
+    assert_ne!(key(&host, &opts, &more, &bwrap), k, "a hidden path");
+    let mut moved = inputs_for(&host, &OpenClawFiles::default());
+    moved.protected = protected(
+        &host,
+        "/srv/map/agent-tokens.json",
+        &OpenClawFiles::default(),
+    );
+    assert_ne!(
+        key(&host, &opts, &moved, &bwrap),
+        k,
+        "the map configured elsewhere"
+    );
+
+    // The same configured path, whose directory is now a symlink to another.
+    let mut relinked = host.clone();
+    relinked.nodes.remove(Path::new(MAP_DIR));
+    relinked.dir("/srv/tokens");
+    relinked.file("/srv/tokens/agent-tokens.json");
+    relinked.link(MAP_DIR, "/srv/tokens");
+    assert_ne!(
+        key(&relinked, &opts, &inputs, &bwrap),
+        k,
+        "the map's real place"
+    );
+
+    // The same bwrap path, another file there (an upgrade).
+    std::fs::write(&bwrap, "#!/bin/sh\n# 0.9\n").unwrap();
+    assert_ne!(key(&host, &opts, &inputs, &bwrap), k, "the bwrap file");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn the_sandbox_options_are_checked() {
     let o = crate::options::Options::from_json(
@@ -1007,7 +1102,7 @@ fn the_terminal_marker_of_rule_sandbox_pty_becomes_a_pty_and_leaves_the_env() {
     }))
     .unwrap();
     let inputs = inputs_for(&host, &OpenClawFiles::default());
-    let s = spawn_for(&host, &opts, &inputs, &req, |_| false).unwrap();
+    let s = spawn_for(&host, &opts, &inputs, &req, "/usr/bin", |_| false).unwrap();
     let dd = s.argv.iter().position(|a| a == "--").unwrap();
     assert_eq!(s.argv[dd + 1], "/usr/bin/script");
     assert!(!s.env.contains_key(PTY_MARKER));
@@ -1027,6 +1122,7 @@ fn docker_binds_are_refused() {
         &SandboxOptions::default(),
         &inputs_for(&host, &OpenClawFiles::default()),
         &req,
+        "/usr/bin",
         |_| false,
     )
     .unwrap_err();
