@@ -4,10 +4,10 @@
 //! alike, so all three agree by construction.
 
 use crate::options::Options;
+use crate::protected::{self, Location, OpenClawFiles, Process};
 use crate::redact::{scrub, shown};
 use crate::route::{Route, Router};
-use crate::rules::layer_controls::{self, OpenClawFiles};
-use crate::rules::map_access::{self, AgentFsTable, Facts, Location};
+use crate::rules::map_access::{AgentFsTable, Facts};
 use crate::rules::{Context, Decision, MapView, ToolCall, Verdict};
 use crate::sessions::{Host, Known, SessionEntry};
 
@@ -48,33 +48,32 @@ pub struct Engine {
 }
 
 impl Engine {
+    /// An engine for `opts`; until OpenClaw's facts are set, its protected
+    /// locations are those of the environment and this process alone
+    /// (`protected::Process`: the addon's own files among them).
     pub fn new(opts: Options) -> Engine {
-        let opts_locations = opts.token_map_path.clone();
+        let files = OpenClawFiles {
+            process: Process::current(),
+            ..OpenClawFiles::default()
+        };
+        let locations = protected::locations(&opts.token_map_path, &files);
         Engine {
             router: Router::new(&opts),
             opts,
             sessions: Known::default(),
             fs: parking_lot::RwLock::new(Facts {
-                locations: Engine::locations(&opts_locations, &OpenClawFiles::default()),
+                locations,
                 ..Facts::default()
             }),
             workspaces: Default::default(),
         }
     }
 
-    /// The locations `map-access` keeps out of the agents' reach: the
-    /// map's, and the files that control the layer.
-    pub fn locations(map: &std::path::Path, files: &OpenClawFiles) -> Vec<Location> {
-        let mut out = map_access::map_locations(map);
-        out.extend(layer_controls::locations(files));
-        out
-    }
-
     /// What `map-access` knows of each agent's workspace and sandbox, and of
     /// OpenClaw's files, from OpenClaw's config (the hook's ctx carries
-    /// neither).
+    /// neither), with what the plugin and the process know of themselves.
     pub fn set_openclaw_facts(&self, table: AgentFsTable, files: &OpenClawFiles) {
-        let locations = Engine::locations(&self.opts.token_map_path, files);
+        let locations = protected::locations(&self.opts.token_map_path, files);
         *self.workspaces.write() = files.workspaces.clone();
         let mut fs = self.fs.write();
         fs.agents = table;
@@ -83,7 +82,8 @@ impl Engine {
     }
 
     /// The locations `map-access` keeps out of the agents' reach, as
-    /// configured: the sandbox masks the same ones (`crate::sandbox`).
+    /// configured (`protected::locations`): the sandbox masks the same ones
+    /// (`crate::sandbox`), and the posture check reads them.
     pub fn protected_locations(&self) -> Vec<Location> {
         self.fs.read().locations.clone()
     }

@@ -156,6 +156,17 @@ struct Shared {
     warned_retired: AtomicBool,
 }
 
+/// What the plugin tells the layer besides OpenClaw's config.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PluginFacts {
+    /// Where the plugin is installed and the copy OpenClaw loaded it from.
+    pub plugin_dirs: Vec<std::path::PathBuf>,
+    /// A file of OpenClaw's package, as the plugin resolves it.
+    pub openclaw_files: Vec<std::path::PathBuf>,
+    /// Each configured agent's workspace, as OpenClaw resolves it.
+    pub workspaces: Vec<(String, std::path::PathBuf)>,
+}
+
 pub struct Layer {
     shared: Arc<Shared>,
     watcher: Mutex<Option<Watcher>>,
@@ -268,25 +279,43 @@ impl Layer {
         &self.shared.engine
     }
 
-    /// What the rules learn from OpenClaw's config: the agents' workspaces
-    /// and sandboxes (`map-access`). The plugin calls this with the
-    /// gateway's config, `explain` with the file it is given.
+    /// What the rules learn from OpenClaw's config (the agents' workspaces
+    /// and sandboxes, OpenClaw's files) and from the plugin, for
+    /// `map-access` and the protected locations (`crate::protected`). The
+    /// plugin calls this with the gateway's config, `explain` with the file
+    /// it is given, a bare `IdentityLayer` with none: its protected
+    /// locations are then the environment's and the process's.
     pub fn use_openclaw_config(
         &self,
-        config: &crate::ops::config::OpenClawConfig,
-        plugin_dirs: &[std::path::PathBuf],
-        workspaces: &[(String, std::path::PathBuf)],
+        config: Option<&crate::ops::config::OpenClawConfig>,
+        plugin: &PluginFacts,
     ) {
-        let mut table = config.agent_fs();
+        let (mut table, mut files) = match config {
+            Some(c) => {
+                let table = c.agent_fs();
+                let files = c.files(&table);
+                (table, files)
+            }
+            None => (
+                crate::rules::map_access::AgentFsTable::default(),
+                crate::protected::OpenClawFiles {
+                    process: crate::protected::Process::current(),
+                    ..Default::default()
+                },
+            ),
+        };
         // OpenClaw's own answer, where the plugin has it, replaces every
         // workspace it might have been.
-        for (id, w) in workspaces {
+        for (id, w) in &plugin.workspaces {
             if let Some(a) = table.agents.get_mut(&id.to_lowercase()) {
                 a.workspaces = vec![w.clone()];
+                if !files.workspaces.contains(w) {
+                    files.workspaces.push(w.clone());
+                }
             }
         }
-        let mut files = config.files(&table);
-        files.plugin_dirs = plugin_dirs.to_vec();
+        files.plugin_dirs = plugin.plugin_dirs.clone();
+        files.openclaw_files = plugin.openclaw_files.clone();
         self.shared.engine.set_openclaw_facts(table, &files);
     }
 

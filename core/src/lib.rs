@@ -13,6 +13,7 @@ pub mod ops;
 pub mod options;
 pub mod paths;
 pub mod pipeline;
+pub mod protected;
 pub mod redact;
 pub mod route;
 pub mod rules;
@@ -22,4 +23,4 @@ pub mod sys;
 pub mod token_map;
 pub mod watcher;
 
-pub use layer::{Layer, Stats};
+pub use layer::{Layer, PluginFacts, Stats};

@@ -114,6 +114,13 @@ fn env_trimmed(name: &str) -> Option<String> {
     (!v.is_empty() && v != "undefined" && v != "null").then_some(v)
 }
 
+/// An environment variable as OpenClaw reads a path from one: trimmed,
+/// `~` onto the effective home, resolved against the process's cwd
+/// (`resolveUserPath`); unset, empty or `undefined` is none.
+pub fn env_path(name: &str) -> Option<PathBuf> {
+    env_trimmed(name).map(|v| resolve_user_path(&v))
+}
+
 /// Node's `os.homedir()`: `HOME`, else the password database's entry of the
 /// effective user. OpenClaw's apply_patch uses it directly
 /// (`normalizeSandboxInputPath`, `sandbox-paths-*.mjs`).

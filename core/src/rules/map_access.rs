@@ -38,6 +38,7 @@ use serde_json::Value;
 
 use super::{Context, Decision, Params, ToolCall};
 use crate::paths;
+use crate::protected::{Guard, Location};
 use crate::redact::shown;
 use crate::route::Route;
 use crate::sys;
@@ -74,38 +75,6 @@ pub enum Access {
     Search,
     /// Creates, changes, moves or deletes it.
     Write,
-}
-
-/// Which rule a protected location belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Guard {
-    /// The token map and its directories: `map-access`.
-    Map,
-    /// What controls the layer: `layer-controls`.
-    Layer,
-}
-
-impl Guard {
-    pub fn rule(self) -> &'static str {
-        match self {
-            Guard::Map => RULE_ID,
-            Guard::Layer => super::layer_controls::RULE_ID,
-        }
-    }
-}
-
-/// A protected location, as configured (paths may not exist yet).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Location {
-    pub guard: Guard,
-    /// How a block reason names it ("the token map", "OpenClaw's config file").
-    pub what: &'static str,
-    /// Absolute, lexically normalized.
-    pub path: PathBuf,
-    /// A directory: it and everything under it.
-    pub dir: bool,
-    /// Reads (and listings, searches) are refused too, not only writes.
-    pub secret: bool,
 }
 
 impl Location {
@@ -271,34 +240,6 @@ impl Facts {
         *slot = Some(p.clone());
         p
     }
-}
-
-/// The map's own locations: the file as configured and as its symlinks
-/// resolve now, and the directories holding each.
-pub fn map_locations(map: &Path) -> Vec<Location> {
-    let loc = |what, path: PathBuf, dir| Location {
-        guard: Guard::Map,
-        what,
-        path,
-        dir,
-        secret: true,
-    };
-    let mut out = vec![
-        loc("the token map", map.to_path_buf(), false),
-        loc("the token map's directory", paths::parent_of(map), true),
-    ];
-    // A symlinked map (supported): the file it ends at, and that file's directory.
-    if let Ok(real) = sys::canonicalize(map) {
-        if real != map {
-            out.push(loc("the token map", real.clone(), false));
-            out.push(loc(
-                "the token map's directory",
-                paths::parent_of(&real),
-                true,
-            ));
-        }
-    }
-    out
 }
 
 /// The directories a relative path of `agent`'s tools is resolved against,

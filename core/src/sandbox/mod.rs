@@ -27,7 +27,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::rules::map_access::{Guard, Location};
+use crate::protected::{Guard, Location};
 
 mod host;
 mod probe;
@@ -1050,12 +1050,13 @@ pub fn spawn_for(
     let command = command(host, &run, &env_path)?;
     let mounts = req.session.openclaw().mounts(&req.session.workdir);
     // Whatever OpenClaw's config says of workspaces, this session's writable
-    // ones hold a plugin folder too: read-only, as the layer keeps it.
+    // ones hold a plugin folder and a hook folder too: read-only, as the
+    // layer keeps them.
     let mut inputs = inputs.clone();
     for m in mounts.iter().filter(|m| m.writable) {
         inputs
             .protected
-            .push(crate::rules::layer_controls::workspace_plugins(&m.host));
+            .extend(crate::protected::workspace_locations(&m.host));
     }
     let inputs = &inputs;
     let workdir = req.workdir.as_deref().unwrap_or(&req.session.workdir);

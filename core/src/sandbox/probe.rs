@@ -8,7 +8,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use super::{plan, refuse, HostView, Inputs, Kind, Refusal, SandboxOptions};
-use crate::rules::map_access::Guard;
+use crate::protected::Guard;
 
 /// The outcome of a probe.
 #[derive(Debug, Clone, PartialEq, Eq)]

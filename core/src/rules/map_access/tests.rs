@@ -8,6 +8,7 @@ use serde_json::json;
 
 use super::*;
 use crate::options::Options;
+use crate::protected::map_locations;
 use crate::rules::{MapView, Verdict};
 use crate::sessions::{Host, Known, SessionEntry};
 use crate::token_map::TokenMap;
