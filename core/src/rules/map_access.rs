@@ -330,9 +330,6 @@ fn spellings(raw: &str, reading: Reading, host: &dyn crate::sessions::Host) -> V
     let mut out = Vec::new();
     let homes = host.homes();
     for t in texts {
-        if t.contains('\0') {
-            continue; // Node refuses the call: nothing is opened
-        }
         if paths::is_file_url(&t) {
             if let Some(p) = host.file_url_to_path(&t) {
                 out.push(p);
@@ -558,12 +555,39 @@ fn decide_paths<'a>(
     };
     for r in raw {
         for abs in absolutes(r, reading, &bases, cx.host) {
+            if let Some(why) = unreadable(&abs) {
+                let rule = guards[0].rule();
+                return Decision::block(rule, unreadable_reason(rule, call.tool, r, why));
+            }
             if let Some((loc, how)) = reaches(&abs, access, &prot, &guards) {
                 return Decision::block(loc.guard.rule(), reason(call.tool, r, how, loc));
             }
         }
     }
     Decision::pass()
+}
+
+/// Why the guard can't tell what a tool opens for `abs`, if it can't: a
+/// NUL character, which no file name holds (Node refuses such a path, but
+/// OpenClaw drops NULs from some paths before they reach Node, as
+/// `stripNullBytes` in agent-scope-config-*.mjs does, and a path cut or
+/// cleaned there is another path than the one checked); or a Windows
+/// device path that names no drive or share (`paths::win32::unplaced`).
+fn unreadable(abs: &Path) -> Option<&'static str> {
+    if abs.as_os_str().as_encoded_bytes().contains(&0) {
+        return Some("holds a NUL character, which no file name can hold: OpenClaw may drop it or cut the path there, and open another file than the one checked");
+    }
+    if paths::windows() && paths::win32::unplaced(abs) {
+        return Some("names a Windows device the layer can't place on a drive or a share, so it can't tell which file that is");
+    }
+    None
+}
+
+fn unreadable_reason(rule: &str, tool: &str, raw: &str, why: &str) -> String {
+    format!(
+        "{rule}: {tool} refused: the path \"{}\" {why}. Name the file by its plain path.",
+        shown(raw)
+    )
 }
 
 /// Tools that read the files they name (`read`, `memory_get`).

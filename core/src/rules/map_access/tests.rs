@@ -748,6 +748,22 @@ fn on_windows_every_spelling_of_the_map_is_refused() {
         r"\\.\C:\Users\me\.config\micelclaw\agent-tokens.json",
         r"\\localhost\c$\Users\me\.config\micelclaw\agent-tokens.json",
         r"\\?\UNC\127.0.0.1\C$\Users\me\.config\micelclaw\agent-tokens.json",
+        // The NT object namespace's ways back to drive C:.
+        r"\\?\GLOBALROOT\??\C:\Users\me\.config\micelclaw\agent-tokens.json",
+        r"\\?\GLOBALROOT\DosDevices\C:\Users\me\.config\micelclaw\agent-tokens.json",
+        r"\\.\GLOBAL??\C:\Users\me\.config\micelclaw\agent-tokens.json",
+        r"\\?\Global\c:\Users\me\.config\micelclaw\agent-tokens.json",
+        r"\\?\GLOBALROOT\Device\Mup\localhost\C$\Users\me\.config\micelclaw\agent-tokens.json",
+        // Every spelling of a loopback host.
+        r"\\localhost.\C$\Users\me\.config\micelclaw\agent-tokens.json",
+        r"\\127.1\C$\Users\me\.config\micelclaw\agent-tokens.json",
+        r"\\127.0.1\C$\Users\me\.config\micelclaw\agent-tokens.json",
+        r"\\127.9.8.7\C$\Users\me\.config\micelclaw\agent-tokens.json",
+        r"\\2130706433\C$\Users\me\.config\micelclaw\agent-tokens.json",
+        r"\\0x7f.1\C$\Users\me\.config\micelclaw\agent-tokens.json",
+        r"\\0177.0.0.1\C$\Users\me\.config\micelclaw\agent-tokens.json",
+        r"\\0--1.ipv6-literal.net\C$\Users\me\.config\micelclaw\agent-tokens.json",
+        r"\\[::1]\C$\Users\me\.config\micelclaw\agent-tokens.json",
     ] {
         let r = f.check("read", json!({ "path": path }));
         let r = r.unwrap_or_else(|| panic!("{path} passed"));
@@ -783,6 +799,23 @@ fn on_windows_every_spelling_of_the_map_is_refused() {
 }
 
 #[test]
+fn on_windows_a_device_path_on_no_drive_is_refused() {
+    let f = windows_fixture();
+    for path in [
+        r"\\?\Volume{0b1c2d3e-0000-0000-0000-100000000000}\Users\me\.config\micelclaw\agent-tokens.json",
+        r"\\?\GLOBALROOT\Device\HarddiskVolume3\Users\me\.config\micelclaw\agent-tokens.json",
+        r"\\.\GLOBALROOT\Device\HarddiskVolumeShadowCopy1\Users\me\.config\micelclaw\agent-tokens.json",
+    ] {
+        for tool in ["read", "write"] {
+            let r = f.check(tool, json!({ "path": path, "content": "x" }));
+            let r = r.unwrap_or_else(|| panic!("{tool} {path} passed"));
+            assert!(r.contains("names a Windows device"), "{r}");
+        }
+    }
+    crate::paths::test_windows::set(false);
+}
+
+#[test]
 fn on_windows_other_files_pass() {
     let f = windows_fixture();
     for (tool, p) in [
@@ -805,4 +838,43 @@ fn on_windows_other_files_pass() {
         assert_eq!(f.check(tool, p.clone()), None, "{tool} {p}");
     }
     crate::paths::test_windows::set(false);
+}
+
+#[test]
+fn a_path_with_a_nul_in_it_is_refused() {
+    let f = fixture("nul");
+    let abs = f.map.display().to_string();
+    let tail = abs.trim_start_matches('/');
+    for (tool, p) in [
+        ("read", json!({"path": format!("{abs}\u{0}")})),
+        ("read", json!({"path": format!("{abs}\u{0}.txt")})),
+        (
+            "write",
+            json!({"path": abs.replace("agent-tokens", "agent\u{0}-tokens"), "content": "{}"}),
+        ),
+        ("read", json!({"path": format!("file:///{tail}%00")})),
+        ("read", json!({"path": "notes\u{0}.md"})),
+        ("view_image", json!({"path": format!("{abs}\u{0}")})),
+        (
+            "sessions_spawn",
+            json!({"task": "t", "cwd": format!("{}\u{0}", f.map.parent().unwrap().display())}),
+        ),
+    ] {
+        let r = f
+            .check(tool, p.clone())
+            .unwrap_or_else(|| panic!("{tool} {p} passed"));
+        assert!(r.starts_with("map-access: ") && r.contains("NUL"), "{r}");
+        assert!(!r.contains('\0'), "the reason echoes the NUL: {r:?}");
+    }
+    // With the map guard off, layer-controls refuses it.
+    let d = f.decide_with(
+        f.in_ws(),
+        &Known::default(),
+        None,
+        "read",
+        json!({"path": "a\u{0}b"}),
+        &[],
+        json!({"protectMap": "off"}),
+    );
+    assert!(blocked(d).is_some_and(|r| r.starts_with("layer-controls: ")));
 }
