@@ -523,6 +523,11 @@ fn guards(cx: &Context<'_, '_>) -> Vec<Guard> {
     g
 }
 
+/// The tools that open another spelling of a file name when the name given
+/// is missing (`resolveReadToolPathFromAbsolute`, tools-*.mjs, probes
+/// `getReadPathVariants`): every spelling is checked.
+const READ_VARIANT_TOOLS: [&str; 1] = ["read"];
+
 /// Decides on `paths` (raw strings as the call names them), each read
 /// `reading` and opened for `access`; an empty list means the tool's own
 /// directory (a path left out, or `""`).
@@ -553,8 +558,17 @@ fn decide_paths<'a>(
     } else {
         raw
     };
+    let variants = READ_VARIANT_TOOLS.contains(&call.tool);
     for r in raw {
-        for abs in absolutes(r, reading, &bases, cx.host) {
+        let mut opened = absolutes(r, reading, &bases, cx.host);
+        if variants {
+            let more: Vec<PathBuf> = opened
+                .iter()
+                .flat_map(|a| paths::read_variants(a))
+                .collect();
+            opened.extend(more);
+        }
+        for abs in opened {
             if let Some(why) = unreadable(&abs) {
                 let rule = guards[0].rule();
                 return Decision::block(rule, unreadable_reason(rule, call.tool, r, why));

@@ -878,3 +878,43 @@ fn a_path_with_a_nul_in_it_is_refused() {
     );
     assert!(blocked(d).is_some_and(|r| r.starts_with("layer-controls: ")));
 }
+
+#[test]
+fn the_read_tools_other_spellings_of_a_file_name_are_refused() {
+    // OpenClaw's read opens another spelling of a missing name (Unicode
+    // spaces, quotes, NFC/NFD): a secret file named with any of them (here
+    // OpenClaw's config, in a directory that is not itself protected) is
+    // reached through the others.
+    let mut f = fixture("variants");
+    f.config = f
+        .config
+        .with_file_name("paco\u{2019}s caf\u{e9} config.json");
+    std::fs::write(&f.config, "{}").unwrap();
+    let dir = f.config.parent().unwrap().display().to_string();
+    for name in [
+        "paco's caf\u{e9} config.json",
+        "paco\u{2018}s caf\u{e9} config.json",
+        "paco\u{2019}s cafe\u{301} config.json",
+        "paco\u{2019}s\u{a0}caf\u{e9}\u{3000}config.json",
+        "paco's\u{2009}cafe\u{301} config.json",
+    ] {
+        let path = format!("{dir}/{name}");
+        let r = f.check("read", json!({ "path": path }));
+        assert!(
+            r.is_some_and(|r| r.starts_with("layer-controls: read refused")),
+            "{name:?} passed"
+        );
+        // Only the read tool probes other spellings: a write makes the name given.
+        assert_eq!(
+            f.check("write", json!({ "path": path, "content": "x" })),
+            None
+        );
+    }
+    assert_eq!(
+        f.check(
+            "read",
+            json!({ "path": format!("{dir}/paco's notes.json") })
+        ),
+        None
+    );
+}
