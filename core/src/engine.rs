@@ -1037,6 +1037,32 @@ mod tests {
                 "automations",
                 json!({"action": "wake", "sessionKey": "agent:pepito--atlas:main"}),
             ),
+            // As OpenClaw canonicalizes the call: a session target, flat
+            // params, an empty job, `job.data`, a padded key, snake spellings.
+            (
+                "automations",
+                json!({"action": "add", "job": {"sessionTarget": "session:agent:pepito--atlas:main", "message": "m"}}),
+            ),
+            (
+                "automations",
+                json!({"action": "add", "agentId": "pepito--atlas", "message": "m", "everyMs": 60000}),
+            ),
+            (
+                "automations",
+                json!({"action": "add", "job": {}, "sessionTarget": "Session:agent:pepito--atlas:x", "text": "t"}),
+            ),
+            (
+                "automations",
+                json!({"action": "add", "job": {"agentId": "paco--dali", "data": {"agentId": "pepito--atlas", "message": "m"}}}),
+            ),
+            (
+                "automations",
+                json!({"action": "update", "jobId": "j", "job": {"agentId ": "pepito--atlas"}}),
+            ),
+            (
+                "automations",
+                json!({"action": "wake", "agent_id": "pepito--atlas", "text": "t"}),
+            ),
         ];
         for (tool, params) in &other {
             let d = decide_on(

@@ -73,10 +73,10 @@ fn cross_user(o: &Options) -> bool {
     o.rules.cross_user_send.enabled
 }
 fn workboard_or_cross_user(o: &Options) -> bool {
-    o.rules.workboard_scope.enabled || o.rules.cross_user_send.enabled
+    o.rules.workboard_scope.enabled || o.rules.cross_user_send.enabled || protect_paths(o)
 }
-fn cross_user_or_strict(o: &Options) -> bool {
-    o.rules.cross_user_send.enabled || protect_strict(o)
+fn automations_on(o: &Options) -> bool {
+    o.rules.cross_user_send.enabled || protect_paths(o)
 }
 /// The path guard runs for the map (`protectMap`) or for the layer's files.
 fn protect_paths(o: &Options) -> bool {
@@ -92,9 +92,14 @@ fn always(_: &Options) -> bool {
     true
 }
 
-/// The Workboard tools: the agents work is assigned to (cross-user-send),
-/// then the board (workboard-scope).
+/// The Workboard tools: the directories their cards run in (map-access, as
+/// a spawn's cwd), the agents work is assigned to (cross-user-send), then
+/// the board (workboard-scope).
 fn workboard_call<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
+    let dirs = workboard_scope::workspaces(call.tool, call.params);
+    if let Some(d) = map_access::future_cwds(cx, call, dirs) {
+        return d;
+    }
     let assigned = workboard_scope::assignees(call.tool, call.params);
     if let Some(d) = cross_user_send::assignees(cx, call, &assigned) {
         return d;
@@ -102,17 +107,26 @@ fn workboard_call<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) 
     workboard_scope::decide(cx, call, route)
 }
 
-/// `automations`: the agents a job runs as or a wake reaches
-/// (cross-user-send), then, under `protectMap: "strict"`, jobs that run a
-/// command on the host (map-access).
-fn automations<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
-    let agents = cross_user_send::automation_agents(call.params);
+/// `automations`, read as OpenClaw canonicalizes the call
+/// (`openclaw::cron`): a job that runs a host process (layer-controls), the
+/// working directories it sets (map-access, as a spawn's cwd), the agents
+/// it runs as or a wake reaches (cross-user-send), then, under
+/// `protectMap: "strict"`, nothing that survived runs a command anyway.
+fn automations<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decision<'a> {
+    let job = crate::openclaw::cron::read(call.params);
+    if let Some(d) = layer_controls::automation(cx, call, &job) {
+        return d;
+    }
+    if let Some(d) = map_access::future_cwds(cx, call, job.cwds()) {
+        return d;
+    }
+    let agents = job.agents(call.params);
     let named: Vec<&str> = agents.iter().map(String::as_str).collect();
     if let Some(d) = cross_user_send::assignees(cx, call, &named) {
         return d;
     }
-    if cx.opts.protect_map == ProtectMap::Strict {
-        return map_access::automations(cx, call, route);
+    if protect_strict(cx.opts) && job.host_process().is_some() {
+        return map_access::exec(cx, call, &OWNED);
     }
     Decision::pass()
 }
@@ -344,13 +358,24 @@ pub static ROUTES: &[Route] = &[
         derived: false,
     },
     Route {
-        // Jobs run as an agent, and jobs that run a command on the host.
+        // Jobs run as an agent, jobs that run a host process, and the cwds
+        // they set: every param the tool reads, flat ones included.
         tools: &["automations"],
         rule: cross_user_send::RULE_ID,
-        reads: &["action", "job", "agentId", "sessionKey"],
+        reads: crate::openclaw::cron::READS,
         scans: &[],
         decide: automations,
-        on: cross_user_or_strict,
+        on: automations_on,
+        derived: false,
+    },
+    Route {
+        // The session an accepted suggestion starts runs in its `cwd`.
+        tools: &["suggest_task"],
+        rule: map_access::RULE_ID,
+        reads: &["cwd"],
+        scans: &[],
+        decide: map_access::suggest_task,
+        on: protect_paths,
         derived: false,
     },
     Route {

@@ -6,3 +6,5 @@
 //!
 //! Where OpenClaw offers a resolver to plugins, the plugin calls it instead
 //! (lib/plugin.js); what is here is what it does not offer.
+
+pub mod cron;

@@ -87,6 +87,33 @@ pub fn plugins<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Deci
     }
 }
 
+/// `automations` jobs that run a host process, for every agent: the
+/// gateway starts them as its own user, outside every agent's tools and
+/// sandbox, and a stream source with the gateway's whole environment
+/// (`spawnSource`, server-cron-*.mjs), so one could read the token map or
+/// switch the layer off. OpenClaw's own `assertNoCronShellExecution`
+/// (cron-tool-*.mjs) refuses only command payloads and on-exit schedules,
+/// by a case-sensitive kind, and not for a management grant's update. The
+/// call is read as OpenClaw canonicalizes it (`crate::openclaw::cron`).
+pub fn automation<'a>(
+    cx: &Context<'_, 'a>,
+    call: &ToolCall<'a>,
+    job: &crate::openclaw::cron::Call,
+) -> Option<Decision<'a>> {
+    if !cx.opts.rules.layer_controls.enabled {
+        return None;
+    }
+    let what = job.host_process()?;
+    Some(Decision::block(
+        RULE_ID,
+        format!(
+            "{RULE_ID}: {} {} was refused: the job runs a host process ({what}), which the gateway starts as its own user with its own environment, outside every agent's tools and sandbox, where it could read the token map or switch the identity layer off. Agents may schedule agentTurn and systemEvent jobs; the operator can add this one with `openclaw cron add` or the Gateway's cron.add.",
+            shown(call.tool),
+            shown(&job.action)
+        ),
+    ))
+}
+
 /// Config paths the system agent may not set: what decides whether and
 /// how plugins load (`plugins.*`, the whole config).
 fn touches_plugins(path: &str) -> bool {

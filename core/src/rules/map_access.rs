@@ -736,12 +736,32 @@ pub fn browser<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Deci
 /// paths against its workspace. The child's own paths are resolved against
 /// the entry's cwd once it is there (sessions made by other means too).
 pub fn spawn_cwd<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>) -> Option<Decision<'a>> {
-    let raw = named(&["cwd"], call.params);
+    future_cwds(cx, call, named(&["cwd"], call.params))
+}
+
+/// Every param that sets the working directory of a run to come goes
+/// through the same check as a spawn's `cwd` ([`spawn_cwd`]):
+/// `sessions_spawn`'s `cwd`, `suggest_task`'s `cwd` (the session an
+/// accepted suggestion starts), Workboard's `workspace.path` (a dispatched
+/// card's worker runs there, `materializeWorkspace` in runtime-api-*.mjs),
+/// and an automation's `schedule.cwd` and `payload.cwd`.
+pub fn future_cwds<'a>(
+    cx: &Context<'_, 'a>,
+    call: &ToolCall<'a>,
+    raw: Vec<&str>,
+) -> Option<Decision<'a>> {
     if raw.iter().all(|r| paths::js_trim(r).is_empty()) {
         return None;
     }
     let d = decide_paths(cx, call, raw, Reading::GatewayCwd, Access::Search);
     (d.is_block() || d.need_session.is_some()).then_some(d)
+}
+
+/// `suggest_task`: records a follow-up whose session, once the operator
+/// accepts it, runs in `cwd` (`createTaskSuggestionTools`,
+/// openclaw-tools-*.mjs).
+pub fn suggest_task<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decision<'a> {
+    future_cwds(cx, call, named(&["cwd"], call.params)).unwrap_or_else(Decision::pass)
 }
 
 /// A shell or a program, under `protectMap: "strict"`: refused to agents not
@@ -751,24 +771,6 @@ pub fn exec<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decisio
         return Decision::pass();
     }
     Decision::block(RULE_ID, exec_reason(call.tool, call.agent_id))
-}
-
-/// `automations` (OpenClaw's cron, `cron-tool-*.mjs`) under `protectMap:
-/// "strict"`: a job that keeps a command running (`schedule.kind:
-/// "stream"`) or runs a script (`payload.kind: "script"`) on the host is a
-/// shell by another name.
-pub fn automations<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
-    let kind = |obj: &str| {
-        call.params
-            .get("job")
-            .and_then(|j| j.get(obj))
-            .and_then(|o| o.get("kind"))
-            .and_then(Value::as_str)
-    };
-    if kind("schedule") == Some("stream") || kind("payload") == Some("script") {
-        return exec(cx, call, route);
-    }
-    Decision::pass()
 }
 
 /// `sessions_spawn` with `runtime: "acp"` under `protectMap: "strict"`: an

@@ -918,3 +918,107 @@ fn the_read_tools_other_spellings_of_a_file_name_are_refused() {
         None
     );
 }
+
+#[test]
+fn every_param_that_sets_a_future_runs_cwd_is_checked_as_a_spawns_cwd() {
+    let f = fixture("future-cwd");
+    let map_dir = f.map.parent().unwrap().display().to_string();
+    let above = f.home.display().to_string();
+    for cwd in [&map_dir, &above] {
+        for (tool, p) in [
+            ("sessions_spawn", json!({"task": "t", "cwd": cwd})),
+            (
+                "suggest_task",
+                json!({"title": "t", "prompt": "p", "tldr": "t", "cwd": cwd}),
+            ),
+            (
+                "workboard_create",
+                json!({"title": "t", "workspace": {"kind": "dir", "path": cwd}}),
+            ),
+            (
+                "workboard_specify",
+                json!({"id": "c", "workspace": {"kind": "worktree", "path": cwd}}),
+            ),
+            (
+                "workboard_decompose",
+                json!({"id": "c", "children": [{"title": "a"}, {"title": "b", "workspace": {"kind": "dir", "path": cwd}}]}),
+            ),
+            (
+                "workboard_board_create",
+                json!({"id": "b", "defaultWorkspace": {"kind": "dir", "path": cwd}}),
+            ),
+        ] {
+            let r = f
+                .check(tool, p.clone())
+                .unwrap_or_else(|| panic!("{tool} {p} passed"));
+            assert!(r.starts_with("map-access: "), "{r}");
+        }
+    }
+    // With layer-controls off (so a stream job is not refused as such), an
+    // automation's cwd is still checked.
+    for p in [
+        json!({"action": "add", "kind": "stream", "command": ["sh"], "cwd": map_dir}),
+        json!({"action": "add", "job": {"payload": {"kind": "command", "argv": ["sh"], "cwd": above}}}),
+    ] {
+        let d = f.decide_with(
+            f.in_ws(),
+            &Known::default(),
+            None,
+            "automations",
+            p.clone(),
+            &[],
+            json!({"rules": {"layerControls": {"enabled": false}}}),
+        );
+        assert!(
+            blocked(d).is_some_and(|r| r.starts_with("map-access: ")),
+            "{p}"
+        );
+    }
+    // Beside the map: runs.
+    let beside = f.ws.display().to_string();
+    for (tool, p) in [
+        (
+            "suggest_task",
+            json!({"title": "t", "prompt": "p", "tldr": "t", "cwd": beside}),
+        ),
+        (
+            "workboard_create",
+            json!({"title": "t", "workspace": {"kind": "dir", "path": beside}}),
+        ),
+    ] {
+        assert_eq!(f.check(tool, p.clone()), None, "{tool} {p}");
+    }
+}
+
+#[test]
+fn an_automation_that_runs_a_host_process_is_refused_to_every_agent() {
+    let f = fixture("automations");
+    let sandboxed = AgentFs {
+        sandboxed: true,
+        ..f.in_ws()
+    };
+    for p in [
+        json!({"action": "add", "job": {"schedule": {"kind": "stream", "command": ["sh"]}, "payload": {"kind": "agentTurn", "message": "m"}}}),
+        json!({"action": "add", "kind": "stream", "command": ["cat", "/x"], "message": "m"}),
+        json!({"action": "add", "job": {}, "command": "sleep 1", "message": "m"}),
+        json!({"action": "add", "job": {"schedule": {"kind": "On-Exit", "command": "x"}, "message": "m"}}),
+        json!({"action": "add", "job": {"data": {"payload": {"kind": "command", "argv": ["sh"]}}}}),
+        json!({"action": "add", "job": {"script": "x", "everyMs": 1000}}),
+        json!({"action": "add", "job": {"trigger": {"script": "x"}, "everyMs": 1000, "message": "m"}}),
+        json!({"action": "update", "jobId": "j", "job": {"payload": {"argv": ["sh"]}}}),
+    ] {
+        for agent in [f.in_ws(), sandboxed.clone()] {
+            let d = f.decide(agent, &Known::default(), None, "automations", p.clone());
+            let r = blocked(d).unwrap_or_else(|| panic!("{p} passed"));
+            assert!(r.starts_with("layer-controls: automations "), "{r}");
+            assert!(r.contains("openclaw cron add"), "{r}");
+        }
+    }
+    for p in [
+        json!({"action": "add", "job": {"schedule": {"kind": "every", "everyMs": 60000}, "payload": {"kind": "agentTurn", "message": "m"}}}),
+        json!({"action": "add", "message": "m", "everyMs": 1000}),
+        json!({"action": "run", "jobId": "j"}),
+    ] {
+        assert_eq!(f.check("automations", p.clone()), None, "{p}");
+    }
+}
