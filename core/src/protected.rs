@@ -212,7 +212,6 @@ const SHELL_STARTUP: &[&str] = &[
     ".zprofile",
     ".zshrc",
     ".zlogin",
-    ".config/fish",
 ];
 
 /// The table. Rows without a path in these facts add nothing.
@@ -299,19 +298,26 @@ pub static ROWS: &[Row] = &[
     },
     Row {
         what: "the gateway service's environment file",
-        from: "resolveSystemdEnvironmentFilePath (systemd-service-files-*.mjs): the unit's EnvironmentFile; resolveLaunchAgentEnvDir (launchd-service-files-*.mjs): the plist's env file and wrapper",
+        from: "resolveSystemdEnvironmentFilePath (systemd-service-files-*.mjs): the unit's EnvironmentFile",
         guard: Guard::Layer,
-        dir: true,
+        dir: false,
         secret: true,
         at: |f| {
             each_profile(f, |p| {
                 vec![
                     p.state.join("gateway.systemd.env"),
                     p.state.join("node.systemd.env"),
-                    p.state.join("service-env"),
                 ]
             })
         },
+    },
+    Row {
+        what: "the gateway service's environment file",
+        from: "resolveLaunchAgentEnvDir (launchd-service-files-*.mjs): the plist's env file and its wrapper script",
+        guard: Guard::Layer,
+        dir: true,
+        secret: true,
+        at: |f| each_profile(f, |p| vec![p.state.join("service-env")]),
     },
     // ---- code OpenClaw imports ----
     Row {
@@ -541,6 +547,20 @@ pub static ROWS: &[Row] = &[
             let mut out = each_home(f, SHELL_STARTUP);
             if let Some(z) = paths::env_path("ZDOTDIR") {
                 out.extend([".zshenv", ".zprofile", ".zshrc", ".zlogin"].map(|n| z.join(n)));
+            }
+            out
+        },
+    },
+    Row {
+        what: "a shell startup folder",
+        from: "probeLoginShellEnv (shell-env-*.mjs): a fish login shell reads ~/.config/fish",
+        guard: Guard::Layer,
+        dir: true,
+        secret: false,
+        at: |f| {
+            let mut out = each_home(f, &[".config/fish"]);
+            if let Some(x) = paths::env_path("XDG_CONFIG_HOME") {
+                out.push(x.join("fish"));
             }
             out
         },
@@ -791,6 +811,7 @@ mod tests {
         std::fs::write(pkg.join("package.json"), r#"{"name":"openclaw"}"#).unwrap();
         std::fs::write(pkg.join("dist/index.js"), "").unwrap();
         let files = OpenClawFiles {
+            plugin_dirs: vec![pb("/p/claw-identity")],
             process: Process {
                 addon: Some(pb("/opt/ci/claw-identity.linux-x64-gnu.node")),
                 exec_path: Some(root.join("bin/node")),
@@ -806,6 +827,7 @@ mod tests {
             (real(pkg.clone()), true),
             (root.join("lib/node_modules"), true),
             (pb("/opt/ci"), true),
+            (pb("/p/claw-identity"), true),
         ] {
             let found = find(&l, &p).unwrap_or_else(|| panic!("{} is not protected", p.display()));
             assert_eq!(found.dir, dir, "{}", p.display());
@@ -836,6 +858,7 @@ mod tests {
                 (".bashrc", false),
                 (".profile", false),
                 (".config/openclaw", true),
+                (".config/fish", true),
             ] {
                 let p = h.join(rel);
                 assert!(
