@@ -319,6 +319,14 @@ pub static ROWS: &[Row] = &[
         secret: true,
         at: |f| each_profile(f, |p| vec![p.state.join("service-env")]),
     },
+    Row {
+        what: "OpenClaw's exec approvals",
+        from: "resolveExecApprovalsPath (exec-approvals-config-*.mjs): <stateDir>/exec-approvals.json, the host exec policy and its socket's token",
+        guard: Guard::Layer,
+        dir: false,
+        secret: true,
+        at: |f| each_profile(f, |p| vec![p.state.join("exec-approvals.json")]),
+    },
     // ---- code OpenClaw imports ----
     Row {
         what: "OpenClaw's plugin installs",
@@ -441,6 +449,14 @@ pub static ROWS: &[Row] = &[
         dir: true,
         secret: false,
         at: node_dirs,
+    },
+    Row {
+        what: "OpenClaw's managed Node runtime",
+        from: "auto-update-install-*.mjs and node-host-launcher.mjs: <stateDir>/node-runtime, the Node releases OpenClaw installs and starts the gateway with",
+        guard: Guard::Layer,
+        dir: true,
+        secret: false,
+        at: |f| each_profile(f, |p| vec![p.state.join("node-runtime")]),
     },
     Row {
         what: "a folder Node loads modules from",
@@ -869,7 +885,14 @@ mod tests {
             }
         }
         let state = paths::state_dir();
-        for n in ["gateway.cmd", "gateway.systemd.env", "state", "service-env"] {
+        for n in [
+            "gateway.cmd",
+            "gateway.systemd.env",
+            "state",
+            "service-env",
+            "node-runtime",
+            "exec-approvals.json",
+        ] {
             assert!(find(&l, &state.join(n)).is_some(), "{n}");
         }
     }
