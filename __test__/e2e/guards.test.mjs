@@ -105,7 +105,7 @@ describe('the guards see what OpenClaw opens', () => {
     assert.ok(fs.readFileSync(s.run.configPath).equals(s.configBefore), 'openclaw.json changed');
   });
 
-  it("a host write of a managed hook is refused by the path guard alone, and no hook file appears", async () => {
+  it('a host write of a managed hook is refused by the path guard alone, and no hook file appears', async () => {
     const tag = await turn('hook');
     const seen = results('hook', tag, 'layer-controls');
     assert.equal(seen.length, hookSteps(s).length, `the model made ${seen.length} calls; errors: ${s.model.errors.join('; ')}`);
@@ -200,7 +200,10 @@ function hookSteps(st) {
   return [
     {
       call: 'write',
-      args: (c) => ({ path: path.join(hookDir(st, c.params.tag), 'HOOK.md'), content: '---\nname: e2e-planted\nmetadata: { "openclaw": { "events": ["gateway:startup"] } }\n---\n' }),
+      args: (c) => ({
+        path: path.join(hookDir(st, c.params.tag), 'HOOK.md'),
+        content: '---\nname: e2e-planted\nmetadata: { "openclaw": { "events": ["gateway:startup"] } }\n---\n',
+      }),
     },
     { call: 'write', args: (c) => ({ path: path.join(hookDir(st, c.params.tag), 'handler.js'), content: 'export default async () => {};\n' }) },
   ];
