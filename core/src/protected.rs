@@ -139,6 +139,9 @@ pub struct Row {
     pub guard: Guard,
     pub dir: bool,
     pub secret: bool,
+    /// A location inside each agent workspace (which a sandbox may mount
+    /// writable whatever the config says: [`workspace_locations`]).
+    pub in_workspace: bool,
     /// Its paths, from the facts.
     pub at: fn(&Facts<'_>) -> Vec<PathBuf>,
 }
@@ -223,6 +226,7 @@ pub static ROWS: &[Row] = &[
         guard: Guard::Layer,
         dir: false,
         secret: true,
+        in_workspace: false,
         at: |f| each_profile(f, |p| vec![p.config.clone()]),
     },
     Row {
@@ -231,6 +235,7 @@ pub static ROWS: &[Row] = &[
         guard: Guard::Layer,
         dir: false,
         secret: true,
+        in_workspace: false,
         at: |f| {
             each_profile(f, |p| {
                 ["bak", "bak.1", "bak.2", "bak.3", "bak.4"]
@@ -250,6 +255,7 @@ pub static ROWS: &[Row] = &[
         guard: Guard::Layer,
         dir: false,
         secret: true,
+        in_workspace: false,
         at: |f| f.files.includes.clone(),
     },
     Row {
@@ -258,6 +264,7 @@ pub static ROWS: &[Row] = &[
         guard: Guard::Layer,
         dir: false,
         secret: true,
+        in_workspace: false,
         at: |f| {
             each_profile(f, |p| {
                 vec![
@@ -274,6 +281,7 @@ pub static ROWS: &[Row] = &[
         guard: Guard::Layer,
         dir: true,
         secret: true,
+        in_workspace: false,
         at: |f| each_home(f, &[".config/openclaw"]),
     },
     Row {
@@ -282,6 +290,7 @@ pub static ROWS: &[Row] = &[
         guard: Guard::Layer,
         dir: true,
         secret: true,
+        in_workspace: false,
         at: |f| {
             let mut out = each_profile(f, |p| vec![p.state.join("credentials")]);
             out.extend(env_dirs(&["OPENCLAW_OAUTH_DIR"]));
@@ -294,6 +303,7 @@ pub static ROWS: &[Row] = &[
         guard: Guard::Layer,
         dir: true,
         secret: true,
+        in_workspace: false,
         at: |f| each_profile(f, |p| vec![p.state.join("identity")]),
     },
     Row {
@@ -302,6 +312,7 @@ pub static ROWS: &[Row] = &[
         guard: Guard::Layer,
         dir: false,
         secret: true,
+        in_workspace: false,
         at: |f| {
             each_profile(f, |p| {
                 vec![
@@ -317,6 +328,7 @@ pub static ROWS: &[Row] = &[
         guard: Guard::Layer,
         dir: true,
         secret: true,
+        in_workspace: false,
         at: |f| each_profile(f, |p| vec![p.state.join("service-env")]),
     },
     Row {
@@ -325,6 +337,7 @@ pub static ROWS: &[Row] = &[
         guard: Guard::Layer,
         dir: false,
         secret: true,
+        in_workspace: false,
         at: |f| each_profile(f, |p| vec![p.state.join("exec-approvals.json")]),
     },
     // ---- code OpenClaw imports ----
@@ -334,6 +347,7 @@ pub static ROWS: &[Row] = &[
         guard: Guard::Layer,
         dir: true,
         secret: false,
+        in_workspace: false,
         at: |f| {
             each_profile(f, |p| {
                 ["extensions", "npm", "git"]
@@ -349,6 +363,7 @@ pub static ROWS: &[Row] = &[
         guard: Guard::Layer,
         dir: true,
         secret: false,
+        in_workspace: false,
         at: |f| each_profile(f, |p| vec![p.state.join("tmp").join("plugin-captures")]),
     },
     Row {
@@ -357,6 +372,7 @@ pub static ROWS: &[Row] = &[
         guard: Guard::Layer,
         dir: true,
         secret: false,
+        in_workspace: false,
         at: |f| f.files.load_paths.clone(),
     },
     Row {
@@ -365,6 +381,7 @@ pub static ROWS: &[Row] = &[
         guard: Guard::Layer,
         dir: true,
         secret: false,
+        in_workspace: true,
         at: |f| {
             f.files
                 .workspaces
@@ -379,6 +396,7 @@ pub static ROWS: &[Row] = &[
         guard: Guard::Layer,
         dir: true,
         secret: false,
+        in_workspace: false,
         at: |_| env_dirs(&["OPENCLAW_BUNDLED_PLUGINS_DIR", "OPENCLAW_DEV_SOURCE_ROOT"]),
     },
     Row {
@@ -387,6 +405,7 @@ pub static ROWS: &[Row] = &[
         guard: Guard::Layer,
         dir: true,
         secret: false,
+        in_workspace: false,
         at: |f| each_profile(f, |p| vec![p.config_dir.join("hooks")]),
     },
     Row {
@@ -395,6 +414,7 @@ pub static ROWS: &[Row] = &[
         guard: Guard::Layer,
         dir: true,
         secret: false,
+        in_workspace: false,
         at: |f| f.files.hook_dirs.clone(),
     },
     Row {
@@ -403,6 +423,7 @@ pub static ROWS: &[Row] = &[
         guard: Guard::Layer,
         dir: true,
         secret: false,
+        in_workspace: true,
         at: |f| {
             if !f.files.workspace_hooks {
                 return Vec::new();
@@ -416,6 +437,7 @@ pub static ROWS: &[Row] = &[
         guard: Guard::Layer,
         dir: true,
         secret: false,
+        in_workspace: false,
         at: |_| env_dirs(&["OPENCLAW_BUNDLED_HOOKS_DIR"]),
     },
     Row {
@@ -424,6 +446,7 @@ pub static ROWS: &[Row] = &[
         guard: Guard::Layer,
         dir: true,
         secret: false,
+        in_workspace: false,
         at: |f| f.package_roots.clone(),
     },
     Row {
@@ -432,6 +455,7 @@ pub static ROWS: &[Row] = &[
         guard: Guard::Layer,
         dir: true,
         secret: false,
+        in_workspace: false,
         at: package_module_dirs,
     },
     Row {
@@ -440,6 +464,7 @@ pub static ROWS: &[Row] = &[
         guard: Guard::Layer,
         dir: false,
         secret: false,
+        in_workspace: false,
         at: node_binaries,
     },
     Row {
@@ -448,6 +473,7 @@ pub static ROWS: &[Row] = &[
         guard: Guard::Layer,
         dir: true,
         secret: false,
+        in_workspace: false,
         at: node_dirs,
     },
     Row {
@@ -456,6 +482,7 @@ pub static ROWS: &[Row] = &[
         guard: Guard::Layer,
         dir: true,
         secret: false,
+        in_workspace: false,
         at: |f| each_profile(f, |p| vec![p.state.join("node-runtime")]),
     },
     Row {
@@ -464,6 +491,7 @@ pub static ROWS: &[Row] = &[
         guard: Guard::Layer,
         dir: true,
         secret: false,
+        in_workspace: false,
         at: |f| {
             let mut out = each_home(f, &[".node_modules", ".node_libraries"]);
             if let Some(v) = sys::env_var("NODE_PATH").and_then(|v| v.into_string().ok()) {
@@ -483,6 +511,7 @@ pub static ROWS: &[Row] = &[
         guard: Guard::Layer,
         dir: true,
         secret: false,
+        in_workspace: false,
         at: |f| each_profile(f, |p| vec![p.state.join("state")]),
     },
     Row {
@@ -491,6 +520,7 @@ pub static ROWS: &[Row] = &[
         guard: Guard::Layer,
         dir: false,
         secret: false,
+        in_workspace: false,
         at: |_| vec![paths::process_cwd().join(".env")],
     },
     // ---- service definitions ----
@@ -500,6 +530,7 @@ pub static ROWS: &[Row] = &[
         guard: Guard::Layer,
         dir: true,
         secret: false,
+        in_workspace: false,
         at: |f| {
             let mut out = each_home(f, &[".config/systemd", ".config/environment.d"]);
             if let Some(x) = paths::env_path("XDG_CONFIG_HOME") {
@@ -515,6 +546,7 @@ pub static ROWS: &[Row] = &[
         guard: Guard::Layer,
         dir: true,
         secret: false,
+        in_workspace: false,
         at: |f| each_home(f, &["Library/LaunchAgents"]),
     },
     Row {
@@ -523,6 +555,7 @@ pub static ROWS: &[Row] = &[
         guard: Guard::Layer,
         dir: false,
         secret: false,
+        in_workspace: false,
         at: |f| {
             let mut out = each_profile(f, |p| {
                 ["gateway.cmd", "gateway.vbs", "node.cmd", "node.vbs"]
@@ -540,6 +573,7 @@ pub static ROWS: &[Row] = &[
         guard: Guard::Layer,
         dir: true,
         secret: false,
+        in_workspace: false,
         at: |f| {
             let rel = ["Microsoft", "Windows", "Start Menu", "Programs", "Startup"];
             let mut out: Vec<PathBuf> = f
@@ -559,6 +593,7 @@ pub static ROWS: &[Row] = &[
         guard: Guard::Layer,
         dir: false,
         secret: false,
+        in_workspace: false,
         at: |f| {
             let mut out = each_home(f, SHELL_STARTUP);
             if let Some(z) = paths::env_path("ZDOTDIR") {
@@ -573,6 +608,7 @@ pub static ROWS: &[Row] = &[
         guard: Guard::Layer,
         dir: true,
         secret: false,
+        in_workspace: false,
         at: |f| {
             let mut out = each_home(f, &[".config/fish"]);
             if let Some(x) = paths::env_path("XDG_CONFIG_HOME") {
@@ -588,6 +624,7 @@ pub static ROWS: &[Row] = &[
         guard: Guard::Layer,
         dir: true,
         secret: false,
+        in_workspace: false,
         at: |f| {
             let mut out = f.files.plugin_dirs.clone();
             if let Some(a) = &f.files.process.addon {
@@ -751,7 +788,7 @@ pub fn workspace_locations(workspace: &Path) -> Vec<Location> {
         package_roots: Vec::new(),
     };
     ROWS.iter()
-        .filter(|r| r.from.contains("<workspace>"))
+        .filter(|r| r.in_workspace)
         .flat_map(|row| {
             (row.at)(&facts).into_iter().map(|p| Location {
                 guard: row.guard,

@@ -112,7 +112,7 @@ fn workboard_call<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) 
 /// working directories it sets (map-access, as a spawn's cwd), the agents
 /// it runs as or a wake reaches (cross-user-send), then, under
 /// `protectMap: "strict"`, nothing that survived runs a command anyway.
-fn automations<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decision<'a> {
+fn automations<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
     let job = crate::openclaw::cron::read(call.params);
     if let Some(d) = layer_controls::automation(cx, call, &job) {
         return d;
@@ -126,7 +126,7 @@ fn automations<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Deci
         return d;
     }
     if protect_strict(cx.opts) && job.host_process().is_some() {
-        return map_access::exec(cx, call, &OWNED);
+        return map_access::exec(cx, call, route);
     }
     Decision::pass()
 }

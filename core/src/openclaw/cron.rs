@@ -694,6 +694,27 @@ mod tests {
     }
 
     #[test]
+    fn every_param_the_tool_reads_is_read() {
+        for k in OBJECT_KEYS
+            .iter()
+            .chain(&FLAT_PAYLOAD_KEYS)
+            .chain(&FLAT_SCHEDULE_KEYS)
+        {
+            assert!(READS.contains(k), "{k}");
+        }
+        for k in [
+            "action",
+            "job",
+            "agentId",
+            "agent_id",
+            "sessionKey",
+            "session_key",
+        ] {
+            assert!(READS.contains(&k), "{k}");
+        }
+    }
+
+    #[test]
     fn the_cwds_a_job_sets_are_found() {
         let c = read(&p(
             json!({"action": "add", "kind": "stream", "command": ["sh"], "cwd": "/x"}),
