@@ -216,15 +216,27 @@ pub fn parent_of(path: &Path) -> PathBuf {
 }
 
 /// Where OpenClaw keeps its state (`resolveStateDir`, `paths-*.mjs`):
-/// `OPENCLAW_STATE_DIR`, else `<effective home>/.openclaw`.
+/// `OPENCLAW_STATE_DIR`, else `<effective home>/.openclaw`, or the legacy
+/// `<effective home>/.clawdbot` where only that one exists
+/// (`resolveStateDirFromHome`).
 pub fn state_dir() -> PathBuf {
     match env_trimmed("OPENCLAW_STATE_DIR") {
         Some(d) => resolve_user_path(&d),
-        None => effective_home()
-            .unwrap_or_else(|| PathBuf::from("/"))
-            .join(".openclaw"),
+        None => {
+            let home = effective_home().unwrap_or_else(|| PathBuf::from("/"));
+            let new = home.join(".openclaw");
+            let legacy = home.join(LEGACY_STATE_DIR);
+            if !new.exists() && legacy.exists() {
+                legacy
+            } else {
+                new
+            }
+        }
     }
 }
+
+/// OpenClaw's legacy state directory name (`LEGACY_STATE_DIRNAMES`).
+pub const LEGACY_STATE_DIR: &str = ".clawdbot";
 
 /// OpenClaw's config file (`resolveConfigPath`): `OPENCLAW_CONFIG_PATH`,
 /// else `<stateDir>/openclaw.json`.

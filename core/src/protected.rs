@@ -683,6 +683,7 @@ pub fn profiles(homes: &[PathBuf]) -> Vec<Profile> {
     };
     for h in homes {
         push(h.join(".openclaw"));
+        push(h.join(paths::LEGACY_STATE_DIR));
         let Ok(dir) = std::fs::read_dir(h) else {
             continue;
         };
@@ -832,6 +833,11 @@ mod tests {
             let hooks = find(&l, &p.config_dir.join("hooks")).expect("managed hooks");
             assert!(hooks.dir && !hooks.secret && hooks.guard == Guard::Layer);
             assert!(find(&l, &p.config).is_some_and(|c| c.secret));
+        }
+        // The legacy state dir a gateway still uses where it alone exists.
+        for h in paths::homes() {
+            assert!(find(&l, &h.join(".clawdbot/hooks")).is_some());
+            assert!(find(&l, &h.join(".clawdbot/openclaw.json")).is_some_and(|c| c.secret));
         }
     }
 
