@@ -293,7 +293,10 @@ impl Layer {
         let (mut table, mut files) = match config {
             Some(c) => {
                 let table = c.agent_fs();
-                let files = c.files(&table);
+                let files = crate::protected::OpenClawFiles {
+                    process: crate::protected::Process::current(),
+                    ..c.files(&table)
+                };
                 (table, files)
             }
             None => (

@@ -6,7 +6,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use crate::protected::{OpenClawFiles, Process};
+use crate::protected::OpenClawFiles;
 use crate::rules::map_access::{AgentFs, AgentFsTable, DefaultFs};
 
 use serde_json::{Map, Value};
@@ -475,8 +475,9 @@ impl OpenClawConfig {
     /// OpenClaw's files this config names: its `$include`s (read from the
     /// config file on disk, where they still are), `plugins.load.paths`,
     /// `hooks.internal.load.extraDirs` and whether a workspace hook is
-    /// enabled, and every workspace an agent may have; with what this
-    /// process knows of itself (`Process::current`).
+    /// enabled, and every workspace an agent may have. What a process knows
+    /// of itself (`Process`) is the live layer's to add: doctor and audit,
+    /// which run in another process than the gateway, list the config's.
     pub fn files(&self, table: &AgentFsTable) -> OpenClawFiles {
         let mut includes = Vec::new();
         let on_disk = crate::paths::config_path();
@@ -524,7 +525,6 @@ impl OpenClawConfig {
             hook_dirs,
             workspace_hooks,
             workspaces,
-            process: Process::current(),
             ..OpenClawFiles::default()
         }
     }
@@ -579,17 +579,16 @@ fn include_files(path: &Path, depth: usize, out: &mut Vec<PathBuf>) {
 
 /// The locations the plugin with these options keeps out of the agents'
 /// tools' reach, as the layer computes them (`protected::locations`), for
-/// `doctor` and `audit` to list.
+/// `doctor` and `audit` to list: those of the config and the environment.
+/// The gateway's process adds its own ([`PROCESS_LOCATIONS`]), which only
+/// it knows.
 pub fn guarded_locations(
     opts: &Options,
     config: Option<&OpenClawConfig>,
 ) -> Vec<crate::protected::Location> {
     let files = match config {
         Some(c) => c.files(&c.agent_fs()),
-        None => OpenClawFiles {
-            process: Process::current(),
-            ..OpenClawFiles::default()
-        },
+        None => OpenClawFiles::default(),
     };
     crate::protected::locations(&opts.token_map_path, &files)
         .into_iter()
@@ -601,6 +600,10 @@ pub fn guarded_locations(
         })
         .collect()
 }
+
+/// What the running gateway's layer guards besides [`guarded_locations`],
+/// from its own process (`protected::Process`), for doctor and audit to say.
+pub const PROCESS_LOCATIONS: &str = "and, in the gateway's own process, OpenClaw's package and every node_modules it imports from, the Node binary and its install, and claw-identity's installed files (write)";
 
 #[cfg(test)]
 mod tests {

@@ -750,6 +750,7 @@ impl Report {
                     shown(&g.path)
                 );
             }
+            out += &format!("  {}\n", crate::ops::config::PROCESS_LOCATIONS);
             out.push('\n');
         }
         let warnings = if self.warnings > 0 {
