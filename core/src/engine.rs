@@ -42,9 +42,10 @@ pub struct Engine {
     sessions: Known,
     /// Workspaces and sandboxing per agent, and the home directory, for `map-access`.
     fs: parking_lot::RwLock<Facts>,
-    /// Every workspace an agent may have (OpenClaw's config): the sandbox
-    /// shows each agent only its own.
-    workspaces: parking_lot::RwLock<Vec<std::path::PathBuf>>,
+    /// Every workspace an agent may have (OpenClaw's config), the sandbox
+    /// shows each agent only its own; and whether OpenClaw imports a
+    /// workspace's `hooks/` (a hook entry is enabled).
+    workspaces: parking_lot::RwLock<(Vec<std::path::PathBuf>, bool)>,
 }
 
 impl Engine {
@@ -74,7 +75,7 @@ impl Engine {
     /// neither), with what the plugin and the process know of themselves.
     pub fn set_openclaw_facts(&self, table: AgentFsTable, files: &OpenClawFiles) {
         let locations = protected::locations(&self.opts.token_map_path, files);
-        *self.workspaces.write() = files.workspaces.clone();
+        *self.workspaces.write() = (files.workspaces.clone(), files.workspace_hooks);
         let mut fs = self.fs.write();
         fs.agents = table;
         fs.locations = locations;
@@ -90,7 +91,12 @@ impl Engine {
 
     /// Every workspace an agent may have, as OpenClaw's config gives them.
     pub fn workspaces(&self) -> Vec<std::path::PathBuf> {
-        self.workspaces.read().clone()
+        self.workspaces.read().0.clone()
+    }
+
+    /// Whether OpenClaw imports hooks from a workspace's `hooks/`.
+    pub fn workspace_hooks(&self) -> bool {
+        self.workspaces.read().1
     }
 
     /// Only the agents' workspaces and sandboxes (tests).

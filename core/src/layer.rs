@@ -326,12 +326,15 @@ impl Layer {
     /// (the same `map-access` guards), and the paths the sandbox hides.
     pub fn sandbox_inputs(&self) -> crate::sandbox::Inputs {
         let e = &self.shared.engine;
-        crate::sandbox::inputs(
-            e.protected_locations(),
-            &e.workspaces(),
-            &e.options().sandbox,
-            &crate::sandbox::LiveHost::new(),
-        )
+        crate::sandbox::Inputs {
+            workspace_hooks: e.workspace_hooks(),
+            ..crate::sandbox::inputs(
+                e.protected_locations(),
+                &e.workspaces(),
+                &e.options().sandbox,
+                &crate::sandbox::LiveHost::new(),
+            )
+        }
     }
 
     /// Whether the sandbox backend can run here (`crate::sandbox::probe`).

@@ -775,11 +775,12 @@ pub fn locations(map: &Path, files: &OpenClawFiles) -> Vec<Location> {
 }
 
 /// A workspace's own locations, for a sandbox that mounts it writable
-/// whatever OpenClaw's config says: its plugin folder and its hook folder.
-pub fn workspace_locations(workspace: &Path) -> Vec<Location> {
+/// whatever OpenClaw's config says: its plugin folder, and its hook folder
+/// where OpenClaw imports workspace hooks (`hooks`).
+pub fn workspace_locations(workspace: &Path, hooks: bool) -> Vec<Location> {
     let files = OpenClawFiles {
         workspaces: vec![workspace.to_path_buf()],
-        workspace_hooks: true,
+        workspace_hooks: hooks,
         ..Default::default()
     };
     let facts = Facts {
@@ -942,14 +943,16 @@ mod tests {
 
     #[test]
     fn a_workspace_holds_its_plugin_and_hook_folders() {
-        let l = workspace_locations(Path::new("/srv/ws"));
-        let p: Vec<&Path> = l.iter().map(|x| x.path.as_path()).collect();
+        let paths = |hooks| -> Vec<PathBuf> {
+            workspace_locations(Path::new("/srv/ws"), hooks)
+                .into_iter()
+                .map(|x| x.path)
+                .collect()
+        };
         assert_eq!(
-            p,
-            vec![
-                Path::new("/srv/ws/.openclaw/extensions"),
-                Path::new("/srv/ws/hooks")
-            ]
+            paths(true),
+            vec![pb("/srv/ws/.openclaw/extensions"), pb("/srv/ws/hooks")]
         );
+        assert_eq!(paths(false), vec![pb("/srv/ws/.openclaw/extensions")]);
     }
 }

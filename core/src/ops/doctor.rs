@@ -499,12 +499,15 @@ pub(crate) fn sandbox_probe(c: &OpenClawConfig, opts: &crate::options::Options) 
     let table = c.agent_fs();
     engine.set_openclaw_facts(table.clone(), &c.files(&table));
     let host = sandbox::LiveHost::new();
-    let inputs = sandbox::inputs(
-        engine.protected_locations(),
-        &engine.workspaces(),
-        &opts.sandbox,
-        &host,
-    );
+    let inputs = sandbox::Inputs {
+        workspace_hooks: engine.workspace_hooks(),
+        ..sandbox::inputs(
+            engine.protected_locations(),
+            &engine.workspaces(),
+            &opts.sandbox,
+            &host,
+        )
+    };
     sandbox::probe(&host, &opts.sandbox, &inputs, &sandbox::gateway_path())
 }
 

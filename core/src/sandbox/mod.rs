@@ -203,6 +203,9 @@ pub struct Inputs {
     /// `PATH`), so a write there is a delayed escape.
     pub run_later: Vec<(PathBuf, &'static str)>,
     pub network: Network,
+    /// OpenClaw imports hooks from a workspace's `hooks/` (a hook entry is
+    /// enabled): a writable mount's is masked too.
+    pub workspace_hooks: bool,
 }
 
 /// Credential stores of a home directory, shown empty: the gateway's user's
@@ -903,6 +906,7 @@ pub fn inputs(
         protected,
         run_later,
         network: opts.network,
+        workspace_hooks: false,
     }
 }
 
@@ -1050,13 +1054,16 @@ pub fn spawn_for(
     let command = command(host, &run, &env_path)?;
     let mounts = req.session.openclaw().mounts(&req.session.workdir);
     // Whatever OpenClaw's config says of workspaces, this session's writable
-    // ones hold a plugin folder and a hook folder too: read-only, as the
-    // layer keeps them.
+    // ones hold a plugin folder (and a hook folder, where OpenClaw imports
+    // those) too: read-only, as the layer keeps them.
     let mut inputs = inputs.clone();
     for m in mounts.iter().filter(|m| m.writable) {
         inputs
             .protected
-            .extend(crate::protected::workspace_locations(&m.host));
+            .extend(crate::protected::workspace_locations(
+                &m.host,
+                inputs.workspace_hooks,
+            ));
     }
     let inputs = &inputs;
     let workdir = req.workdir.as_deref().unwrap_or(&req.session.workdir);

@@ -183,6 +183,7 @@ fn inputs_for(host: &Fake, files: &OpenClawFiles) -> Inputs {
             ),
         ],
         network: Network::None,
+        workspace_hooks: false,
     }
 }
 
