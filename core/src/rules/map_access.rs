@@ -779,8 +779,17 @@ pub fn future_cwds<'a>(
     if raw.iter().all(|r| paths::js_trim(r).is_empty()) {
         return None;
     }
-    let d = decide_paths(cx, call, raw, Reading::GatewayCwd, Access::Search);
-    (d.is_block() || d.need_session.is_some()).then_some(d)
+    // In or above a secret location: a search of that tree. In a location
+    // no tool may change (a hook folder, OpenClaw's package): what the run
+    // writes by a relative path lands there, and a guard that resolves it
+    // against another directory would let it.
+    for access in [Access::Search, Access::Write] {
+        let d = decide_paths(cx, call, raw.clone(), Reading::GatewayCwd, access);
+        if d.is_block() || d.need_session.is_some() {
+            return Some(d);
+        }
+    }
+    None
 }
 
 /// `suggest_task`: records a follow-up whose session, once the operator

@@ -954,6 +954,21 @@ fn every_param_that_sets_a_future_runs_cwd_is_checked_as_a_spawns_cwd() {
             assert!(r.starts_with("map-access: "), "{r}");
         }
     }
+    // A cwd in a location no tool may change (the plugin's files here; a
+    // hook folder, OpenClaw's package): the run's relative writes land there.
+    let code = f.plugin.display().to_string();
+    for (tool, p) in [
+        ("sessions_spawn", json!({"task": "t", "cwd": code})),
+        (
+            "workboard_create",
+            json!({"title": "t", "workspace": {"kind": "dir", "path": code}}),
+        ),
+    ] {
+        let r = f
+            .check(tool, p.clone())
+            .unwrap_or_else(|| panic!("{tool} {p} passed"));
+        assert!(r.starts_with("layer-controls: "), "{r}");
+    }
     // With layer-controls off (so a stream job is not refused as such), an
     // automation's cwd is still checked.
     for p in [
