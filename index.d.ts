@@ -108,6 +108,13 @@ export interface IdentityOptions {
    */
   pluginDirs?: string[];
   /**
+   * Set by the plugin: a file of OpenClaw's package
+   * (`require.resolve('openclaw')`), whose package root rule
+   * `layer-controls` keeps the agents' tools from changing. The layer also
+   * finds it from `process.argv[1]`, and guards its own directory unasked.
+   */
+  openclawFiles?: string[];
+  /**
    * Set by the plugin: each configured agent's workspace as OpenClaw itself
    * resolves it (`api.runtime.agent.resolveAgentWorkspaceDir`). Without it,
    * `map-access` resolves an agent's relative paths against every workspace

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { IdentityLayer, configure, explain, fingerprint, redactToolResult } from './helpers/subject.mjs';
+import { IdentityLayer, configure, entryFile, explain, fingerprint, redactToolResult } from './helpers/subject.mjs';
 import { assertNoTokenIn, captureLogger, randomToken, recordEmitted, tempDir, writeMap, writeMapAtomic, waitFor } from './helpers/support.mjs';
 
 const FRANCIS = 'paco--francis';
@@ -213,6 +213,153 @@ test("the layer's own controls are out of the agents' tools' reach: OpenClaw's c
   assert.equal(call(s.layer, 'read', { path: path.join(plugin, 'index.js') }), undefined);
   assert.equal(call(s.layer, 'plugins', { action: 'list' }), undefined);
   assert.equal(fs.readFileSync(config, 'utf8'), '{}');
+  s.layer.close();
+});
+
+/** With the environment variables `vars` set (undefined: unset), run `f`. */
+function withEnv(vars, f) {
+  const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
+  const set = (o) => {
+    for (const [k, v] of Object.entries(o))
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+  };
+  set(vars);
+  try {
+    return f();
+  } finally {
+    set(saved);
+  }
+}
+
+test('no agent tool may write a place OpenClaw imports code or reads its start-up from: managed, configured and workspace hooks, its package, the Node binary, every service definition', () => {
+  const home = tempDir();
+  const state = path.join(home, '.openclaw');
+  const extra = path.join(home, 'team-hooks');
+  // OpenClaw's own package, as the plugin resolves it through its node_modules/openclaw link.
+  const pkg = path.join(home, 'lib', 'node_modules', 'openclaw');
+  fs.mkdirSync(path.join(pkg, 'dist'), { recursive: true });
+  fs.writeFileSync(path.join(pkg, 'package.json'), '{"name":"openclaw"}');
+  fs.writeFileSync(path.join(pkg, 'dist', 'index.js'), '');
+  const s = withOpenClawHome(home, () => {
+    fs.mkdirSync(state);
+    fs.writeFileSync(path.join(state, 'openclaw.json'), '{}');
+    return setup({
+      options: { openclawFiles: [path.join(pkg, 'dist', 'index.js')] },
+      config: ({ workspace }) => ({
+        agents: { entries: { [FRANCIS]: { workspace } } },
+        hooks: { internal: { load: { extraDirs: [extra] }, entries: { 'session-memory': { enabled: true } } } },
+      }),
+    });
+  });
+  const os = process.getBuiltinModule('node:os');
+  const writes = [
+    path.join(state, 'hooks', 'boot-md', 'handler.js'),
+    path.join(state, 'hooks', 'evil', 'HOOK.md'),
+    path.join(extra, 'evil', 'handler.js'),
+    path.join(s.workspace, 'hooks', 'evil', 'handler.js'),
+    path.join(pkg, 'dist', 'index.js'),
+    path.join(pkg, 'dist', 'some-lazy-chunk.mjs'),
+    path.join(home, 'lib', 'node_modules', 'dep', 'index.js'),
+    process.execPath,
+    path.join(state, 'gateway.cmd'),
+    path.join(state, 'state', 'openclaw.sqlite'),
+    path.join(os.homedir(), '.config', 'systemd', 'user', 'openclaw-gateway.service'),
+    path.join(os.homedir(), '.config', 'systemd', 'user', 'openclaw-gateway-work.service.d', 'x.conf'),
+    path.join(os.homedir(), 'Library', 'LaunchAgents', 'ai.openclaw.gateway.plist'),
+    path.join(os.homedir(), '.bashrc'),
+  ];
+  for (const file of writes) {
+    for (const [tool, params] of [
+      ['write', { path: file, content: 'export default () => {}' }],
+      ['apply_patch', { input: `*** Begin Patch\n*** Add File: ${file}\n+x\n*** End Patch` }],
+    ]) {
+      refused(call(s.layer, tool, params), 'layer-controls', `${tool} ${file}`);
+    }
+  }
+  // The service's environment file holds the gateway's secrets: not even read.
+  refused(call(s.layer, 'read', { path: path.join(state, 'gateway.systemd.env') }), 'layer-controls', 'read gateway.systemd.env');
+  // OpenClaw's code can still be read, and other files written.
+  assert.equal(call(s.layer, 'read', { path: path.join(pkg, 'dist', 'index.js') }), undefined);
+  assert.equal(call(s.layer, 'write', { path: path.join(s.workspace, 'notes.md'), content: 'x' }), undefined);
+  s.layer.close();
+});
+
+test('a bare IdentityLayer, with no plugin to tell it, guards its own installed files and the Node binary', () => {
+  const home = tempDir();
+  const file = path.join(home, 'map.json');
+  writeMap(file, { [FRANCIS]: randomToken() });
+  const layer = new IdentityLayer({ tokenMapPath: file, logger: captureLogger().logger });
+  const ours = path.dirname(entryFile);
+  for (const target of [path.join(ours, 'package.json'), path.join(ours, 'lib', 'api.js'), process.execPath]) {
+    refused(call(layer, 'write', { path: target, content: '' }), 'layer-controls', `write ${target}`);
+  }
+  layer.close();
+});
+
+test("the read tool's other spellings of a file name (Unicode spaces, quotes, NFC/NFD) reach a protected file too", () => {
+  const home = tempDir();
+  const state = path.join(home, '.openclaw');
+  fs.mkdirSync(state);
+  const config = path.join(state, 'paco\u2019s caf\u00e9 config.json');
+  fs.writeFileSync(config, '{}');
+  const s = withEnv({ OPENCLAW_STATE_DIR: state, OPENCLAW_CONFIG_PATH: config }, () => setup());
+  for (const name of ["paco's caf\u00e9 config.json", 'paco\u2019s cafe\u0301 config.json', 'paco\u2019s\u00a0caf\u00e9\u3000config.json']) {
+    refused(call(s.layer, 'read', { path: path.join(state, name) }), 'layer-controls', `read ${JSON.stringify(name)}`);
+  }
+  s.layer.close();
+});
+
+test('a path with a NUL in it is refused', () => {
+  const s = setup();
+  for (const [tool, params] of [
+    ['read', { path: `${s.file}\u0000` }],
+    ['write', { path: `${s.file}\u0000.bak`, content: '{}' }],
+    ['read', { path: `notes\u0000.md` }],
+    ['sessions_spawn', { task: 't', cwd: `${s.dir}\u0000` }],
+  ]) {
+    refused(call(s.layer, tool, params), 'map-access', `${tool} with a NUL`);
+  }
+  s.layer.close();
+});
+
+test("every param that sets a future run's cwd is checked as a spawn's: suggest_task, Workboard's workspace.path, an automation's cwd", () => {
+  const s = setup({ options: { rules: { layerControls: { enabled: false } } } });
+  for (const [tool, params] of [
+    ['suggest_task', { title: 't', prompt: 'p', tldr: 't', cwd: s.dir }],
+    ['workboard_create', { title: 't', workspace: { kind: 'dir', path: s.dir } }],
+    ['workboard_specify', { id: 'c', workspace: { kind: 'dir', path: s.home } }],
+    ['workboard_decompose', { id: 'c', children: [{ title: 'a', workspace: { kind: 'dir', path: s.dir } }] }],
+    ['workboard_board_create', { id: 'b', defaultWorkspace: { kind: 'dir', path: s.dir } }],
+    ['automations', { action: 'add', kind: 'stream', command: ['cat', 'agent-tokens.json'], cwd: s.dir }],
+  ]) {
+    refused(call(s.layer, tool, params), 'map-access', tool);
+  }
+  s.layer.close();
+});
+
+test('an automation that runs a host process is refused to every agent, read as OpenClaw canonicalizes it', () => {
+  const s = setup({ config: ({ workspace }) => ({ agents: { entries: { [FRANCIS]: { workspace, sandbox: { mode: 'all' } } } } }) });
+  for (const params of [
+    { action: 'add', job: { schedule: { kind: 'stream', command: ['cat', s.file] }, payload: { kind: 'agentTurn', message: 'm' } } },
+    { action: 'add', kind: 'stream', command: ['cat', s.file], message: 'summarize' },
+    { action: 'add', job: {}, command: `cat ${s.file}`, message: 'm' },
+    { action: 'add', job: { schedule: { kind: 'On-Exit', command: 'true' }, message: 'm' } },
+    { action: 'add', job: { data: { payload: { kind: 'command', argv: ['sh'] } } } },
+    { action: 'add', job: { script: 'return 1', everyMs: 60000 } },
+    { action: 'add', job: { trigger: { script: 'return {fire:true}' }, everyMs: 60000, message: 'm' } },
+    { action: 'update', jobId: 'j', job: { payload: { argv: ['sh', '-c', 'x'] } } },
+  ]) {
+    refused(call(s.layer, 'automations', params), 'layer-controls', JSON.stringify(params).slice(0, 80));
+  }
+  // A job for another user's agent, however it is written, is cross-user.
+  for (const params of [
+    { action: 'add', job: { sessionTarget: 'session:agent:pepito--atlas:main', message: 'm' } },
+    { action: 'add', agentId: 'pepito--atlas', message: 'm', everyMs: 60000 },
+  ]) {
+    refused(call(s.layer, 'automations', params), 'cross-user-send', JSON.stringify(params).slice(0, 80));
+  }
+  assert.equal(call(s.layer, 'automations', { action: 'add', message: 'm', everyMs: 60000 }), undefined);
   s.layer.close();
 });
 

@@ -272,6 +272,11 @@ test("on Windows, the default map is found under the user's profile, and the age
     '~\\.config\\micelclaw\\agent-tokens.json',
     '\\\\?\\C:\\Users\\me\\.config\\micelclaw\\agent-tokens.json',
     '\\\\localhost\\C$\\Users\\me\\.config\\micelclaw\\agent-tokens.json',
+    // The NT object namespace's ways back to C:, and other spellings of a loopback host.
+    '\\\\?\\GLOBALROOT\\??\\C:\\Users\\me\\.config\\micelclaw\\agent-tokens.json',
+    '\\\\.\\GLOBAL??\\C:\\Users\\me\\.config\\micelclaw\\agent-tokens.json',
+    '\\\\localhost.\\C$\\Users\\me\\.config\\micelclaw\\agent-tokens.json',
+    '\\\\127.1\\C$\\Users\\me\\.config\\micelclaw\\agent-tokens.json',
   ];
   // The agent's workspace, as OpenClaw's config gives it: its relative paths start there.
   const openclawConfig = { agents: { entries: { 'paco--francis': { workspace: `${PROFILE}\\ws` } } } };

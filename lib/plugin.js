@@ -2,6 +2,7 @@
 // the ordinary hook, the tool-result middleware and the operator surfaces.
 // Wiring only: every decision is made in Rust.
 import { randomUUID } from 'node:crypto';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -71,6 +72,19 @@ function workspacesOf(api, config) {
   return out;
 }
 
+/**
+ * A file of the OpenClaw package this plugin runs in, through the
+ * `node_modules/openclaw` link OpenClaw makes in a plugin: the layer keeps
+ * that package (its code, imported lazily) out of the agents' tools' reach.
+ */
+function openclawFilesOf() {
+  try {
+    return [createRequire(import.meta.url).resolve('openclaw')];
+  } catch {
+    return []; // not linked: the layer finds the package from process.argv[1]
+  }
+}
+
 /** Where this plugin is installed, and the copy OpenClaw loaded: no agent tool may change them. */
 function pluginDirsOf(api) {
   const loaded = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
@@ -118,6 +132,7 @@ export function createPlugin({ api: lib, native, watchers }, loadSandboxSdk = ()
           sessions,
           openclawConfig: config,
           pluginDirs: pluginDirsOf(api),
+          openclawFiles: openclawFilesOf(),
           workspaces: workspacesOf(api, config),
         });
       const layer = configure(api.config, api.pluginConfig);

@@ -57,7 +57,11 @@ function preopens() {
 const wasi = new WASI({ version: 'preview1', env: process.env, preopens: preopens() });
 const memory = new WebAssembly.Memory({ initial: 4000, maximum: 65536, shared: true }); // as napi-rs sizes it;
 
-const { napiModule } = instantiateNapiModuleSync(fs.readFileSync(path.join(__dirname, '..', 'claw-identity.wasm32-wasi.wasm')), {
+const file = path.join(__dirname, '..', 'claw-identity.wasm32-wasi.wasm');
+const { napiModule } = instantiateNapiModuleSync(fs.readFileSync(file), {
+  // What node_api_get_module_file_name returns, as Node gives a native addon
+  // its own file: the layer guards the directory it was loaded from.
+  filename: require('node:url').pathToFileURL(file).href,
   context: createContext(),
   wasi,
   asyncWorkPoolSize: 0,

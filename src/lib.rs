@@ -327,6 +327,7 @@ pub fn init(mut exports: Object, env: Env) -> Result<()> {
     }
     #[cfg(target_os = "wasi")]
     bridge::host_fs::install(&env)?;
+    bridge::host::note_process(&env);
     exports.set("beforeToolCall", bridge::tiers::module_hook(&env)?)?;
     exports.set("redactToolResult", bridge::tiers::redactor(&env)?)?;
     Ok(())

@@ -6,7 +6,12 @@
 //   session's spawnedCwd), so its relative path to the map must be refused,
 //   and a spawn whose cwd is the map's directory too;
 // - an edit of openclaw.json through the agent's own tools is refused, and
-//   the config OpenClaw would hot-apply is unchanged.
+//   the config OpenClaw would hot-apply is unchanged;
+// - a host write of a managed hook (<stateDir>/hooks/<name>/handler.js and
+//   HOOK.md, which OpenClaw imports into the gateway at start and on
+//   reload) fails and nothing appears there: refused by layer-controls for
+//   an agent whose file tools reach the whole host, and, in a gateway of
+//   its own, for an agent under tools.fs.workspaceOnly (OpenClaw's own line).
 // Every assertion is on what really happened: the tool results the model
 // saw, the files on disk.
 
@@ -100,6 +105,18 @@ describe('the guards see what OpenClaw opens', () => {
     assert.ok(fs.readFileSync(s.run.configPath).equals(s.configBefore), 'openclaw.json changed');
   });
 
+  it('a host write of a managed hook is refused by the path guard alone, and no hook file appears', async () => {
+    const tag = await turn('hook');
+    const seen = results('hook', tag, 'layer-controls');
+    assert.equal(seen.length, hookSteps(s).length, `the model made ${seen.length} calls; errors: ${s.model.errors.join('; ')}`);
+    assert.deepEqual(
+      seen.filter((r) => !r.refused),
+      [],
+      'calls not refused',
+    );
+    assert.equal(fs.existsSync(hookDir(s, tag)), false, `${hookDir(s, tag)} appeared`);
+  });
+
   it("a spawn with a cwd in or above the map's directory is refused; a child spawned beside it can't reach the map by a relative path", async () => {
     for (let attempt = 1; ; attempt++) {
       const tag = await turn('spawncwd');
@@ -129,9 +146,73 @@ describe('the guards see what OpenClaw opens', () => {
   });
 });
 
+describe("with tools.fs.workspaceOnly (OpenClaw's own line), a managed hook still can't be written", () => {
+  const s = {};
+
+  before(async () => {
+    const plugin = h.pluginDir();
+    await h.openclawRuntime();
+    s.run = await h.createRun('guards-wso');
+    s.run.tokenMapPath = path.join(s.run.secrets, 'token-map.json');
+    s.tokens = h.makeTokens([FRANCIS]);
+    h.writeTokenMap(s.run, s.tokens);
+    s.model = await startModelServer({ recordFile: s.run.modelLog, maxToolCallsPerTurn: 8, scenarios: { hook: hookSteps(s) } });
+    await h.writeConfig(s.run, {
+      gateway: true,
+      agents: [FRANCIS],
+      modelBaseUrl: s.model.baseUrl,
+      plugin: { path: h.stagePlugin(s.run, plugin), config: { tokenMapPath: s.run.tokenMapPath } },
+      extra: { tools: { fs: { workspaceOnly: true } } },
+    });
+    s.gateway = await h.startGateway(s.run);
+  });
+  after(async () => {
+    await s.model?.close();
+    if (s.run) await h.finishRun(s.run);
+  });
+
+  it('the write fails (refused by layer-controls or by OpenClaw), and no hook file appears', async () => {
+    const tag = nonce();
+    const res = await h.agentViaGateway(s.run, {
+      agent: FRANCIS,
+      sessionKey: `agent:${FRANCIS}:e2e-guards-wso-${tag}`,
+      message: `Go. ${marker('hook', { tag })}`,
+    });
+    assert.equal(res.code, 0, `openclaw agent exited ${res.code}: ${h.tail(res)}`);
+    const seen = s.model.toolResultsFor('hook', { tag }).map((r) => h.scrub(String(r.result)));
+    assert.equal(seen.length, hookSteps(s).length, `the model made ${seen.length} calls; errors: ${s.model.errors.join('; ')}`);
+    for (const text of seen) {
+      // Whichever line refused it, the tool said it did not write.
+      assert.ok(/layer-controls: |outside|escapes|not allowed|denied|workspace/i.test(text), `a write was not refused: ${text.slice(0, 300)}`);
+      h.log(`workspaceOnly run: ${text.includes('layer-controls: ') ? 'layer-controls' : 'OpenClaw'} refused it: ${text.slice(0, 160)}`);
+    }
+    assert.equal(fs.existsSync(hookDir(s, tag)), false, `${hookDir(s, tag)} appeared`);
+  });
+});
+
+/** Where the scripted model tries to plant a managed hook: OpenClaw's <configDir>/hooks (the run's state dir). */
+function hookDir(st, tag) {
+  return path.join(st.run.state, 'hooks', `e2e-planted-${tag}`);
+}
+
+/** A managed hook a model would plant: its HOOK.md and its handler, which OpenClaw would import. */
+function hookSteps(st) {
+  return [
+    {
+      call: 'write',
+      args: (c) => ({
+        path: path.join(hookDir(st, c.params.tag), 'HOOK.md'),
+        content: '---\nname: e2e-planted\nmetadata: { "openclaw": { "events": ["gateway:startup"] } }\n---\n',
+      }),
+    },
+    { call: 'write', args: (c) => ({ path: path.join(hookDir(st, c.params.tag), 'handler.js'), content: 'export default async () => {};\n' }) },
+  ];
+}
+
 /** The scripted model's attempts; paths come from the run state `st` when each call is made. */
 function scripts(st) {
   return {
+    hook: hookSteps(st),
     relmap: [
       { call: 'read', args: () => ({ path: st.relMap }) },
       { call: 'edit', args: () => ({ path: st.relMap, edits: [{ oldText: '{', newText: '{ ' }] }) },

@@ -5,10 +5,10 @@
 
 use crate::options::Options;
 use crate::posture::{Judged, Posture};
+use crate::protected::{self, Location, OpenClawFiles, Process};
 use crate::redact::{scrub, shown};
 use crate::route::{Route, Router};
-use crate::rules::layer_controls::{self, OpenClawFiles};
-use crate::rules::map_access::{self, AgentFsTable, Facts, Location};
+use crate::rules::map_access::{AgentFsTable, Facts};
 use crate::rules::{Context, Decision, MapView, ToolCall, Verdict};
 use crate::sessions::{Host, Known, SessionEntry};
 
@@ -43,23 +43,31 @@ pub struct Engine {
     sessions: Known,
     /// Workspaces and sandboxing per agent, and the home directory, for `map-access`.
     fs: parking_lot::RwLock<Facts>,
-    /// Every workspace an agent may have (OpenClaw's config): the sandbox
-    /// shows each agent only its own.
-    workspaces: parking_lot::RwLock<Vec<std::path::PathBuf>>,
+    /// Every workspace an agent may have (OpenClaw's config), the sandbox
+    /// shows each agent only its own; and whether OpenClaw imports a
+    /// workspace's `hooks/` (a hook entry is enabled).
+    workspaces: parking_lot::RwLock<(Vec<std::path::PathBuf>, bool)>,
     /// Whether the agents are contained, judged from OpenClaw's config.
     posture: arc_swap::ArcSwap<Judged>,
 }
 
 impl Engine {
+    /// An engine for `opts`; until OpenClaw's facts are set, its protected
+    /// locations are those of the environment and this process alone
+    /// (`protected::Process`: the addon's own files among them).
     pub fn new(opts: Options) -> Engine {
-        let opts_locations = opts.token_map_path.clone();
+        let files = OpenClawFiles {
+            process: Process::current(),
+            ..OpenClawFiles::default()
+        };
+        let locations = protected::locations(&opts.token_map_path, &files);
         let opts_posture = opts.posture;
         Engine {
             router: Router::new(&opts),
             opts,
             sessions: Known::default(),
             fs: parking_lot::RwLock::new(Facts {
-                locations: Engine::locations(&opts_locations, &OpenClawFiles::default()),
+                locations,
                 ..Facts::default()
             }),
             workspaces: Default::default(),
@@ -78,20 +86,12 @@ impl Engine {
         self.posture.load_full()
     }
 
-    /// The locations `map-access` keeps out of the agents' reach: the
-    /// map's, and the files that control the layer.
-    pub fn locations(map: &std::path::Path, files: &OpenClawFiles) -> Vec<Location> {
-        let mut out = map_access::map_locations(map);
-        out.extend(layer_controls::locations(files));
-        out
-    }
-
     /// What `map-access` knows of each agent's workspace and sandbox, and of
     /// OpenClaw's files, from OpenClaw's config (the hook's ctx carries
-    /// neither).
+    /// neither), with what the plugin and the process know of themselves.
     pub fn set_openclaw_facts(&self, table: AgentFsTable, files: &OpenClawFiles) {
-        let locations = Engine::locations(&self.opts.token_map_path, files);
-        *self.workspaces.write() = files.workspaces.clone();
+        let locations = protected::locations(&self.opts.token_map_path, files);
+        *self.workspaces.write() = (files.workspaces.clone(), files.workspace_hooks);
         let mut fs = self.fs.write();
         fs.agents = table;
         fs.locations = locations;
@@ -99,14 +99,20 @@ impl Engine {
     }
 
     /// The locations `map-access` keeps out of the agents' reach, as
-    /// configured: the sandbox masks the same ones (`crate::sandbox`).
+    /// configured (`protected::locations`): the sandbox masks the same ones
+    /// (`crate::sandbox`), and the posture check reads them.
     pub fn protected_locations(&self) -> Vec<Location> {
         self.fs.read().locations.clone()
     }
 
     /// Every workspace an agent may have, as OpenClaw's config gives them.
     pub fn workspaces(&self) -> Vec<std::path::PathBuf> {
-        self.workspaces.read().clone()
+        self.workspaces.read().0.clone()
+    }
+
+    /// Whether OpenClaw imports hooks from a workspace's `hooks/`.
+    pub fn workspace_hooks(&self) -> bool {
+        self.workspaces.read().1
     }
 
     /// Only the agents' workspaces and sandboxes (tests).
@@ -1066,6 +1072,32 @@ mod tests {
             (
                 "automations",
                 json!({"action": "wake", "sessionKey": "agent:pepito--atlas:main"}),
+            ),
+            // As OpenClaw canonicalizes the call: a session target, flat
+            // params, an empty job, `job.data`, a padded key, snake spellings.
+            (
+                "automations",
+                json!({"action": "add", "job": {"sessionTarget": "session:agent:pepito--atlas:main", "message": "m"}}),
+            ),
+            (
+                "automations",
+                json!({"action": "add", "agentId": "pepito--atlas", "message": "m", "everyMs": 60000}),
+            ),
+            (
+                "automations",
+                json!({"action": "add", "job": {}, "sessionTarget": "Session:agent:pepito--atlas:x", "text": "t"}),
+            ),
+            (
+                "automations",
+                json!({"action": "add", "job": {"agentId": "paco--dali", "data": {"agentId": "pepito--atlas", "message": "m"}}}),
+            ),
+            (
+                "automations",
+                json!({"action": "update", "jobId": "j", "job": {"agentId ": "pepito--atlas"}}),
+            ),
+            (
+                "automations",
+                json!({"action": "wake", "agent_id": "pepito--atlas", "text": "t"}),
             ),
         ];
         for (tool, params) in &other {

@@ -176,6 +176,17 @@ struct Shared {
     hit_log: Mutex<HitLog>,
 }
 
+/// What the plugin tells the layer besides OpenClaw's config.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PluginFacts {
+    /// Where the plugin is installed and the copy OpenClaw loaded it from.
+    pub plugin_dirs: Vec<std::path::PathBuf>,
+    /// A file of OpenClaw's package, as the plugin resolves it.
+    pub openclaw_files: Vec<std::path::PathBuf>,
+    /// Each configured agent's workspace, as OpenClaw resolves it.
+    pub workspaces: Vec<(String, std::path::PathBuf)>,
+}
+
 pub struct Layer {
     shared: Arc<Shared>,
     watcher: Mutex<Option<Watcher>>,
@@ -289,38 +300,63 @@ impl Layer {
         &self.shared.engine
     }
 
-    /// What the rules learn from OpenClaw's config: the agents' workspaces
-    /// and sandboxes (`map-access`). The plugin calls this with the
-    /// gateway's config, `explain` with the file it is given.
+    /// What the rules learn from OpenClaw's config (the agents' workspaces
+    /// and sandboxes, OpenClaw's files) and from the plugin, for
+    /// `map-access` and the protected locations (`crate::protected`). The
+    /// plugin calls this with the gateway's config, `explain` with the file
+    /// it is given, a bare `IdentityLayer` with none: its protected
+    /// locations are then the environment's and the process's.
     pub fn use_openclaw_config(
         &self,
-        config: &crate::ops::config::OpenClawConfig,
-        plugin_dirs: &[std::path::PathBuf],
-        workspaces: &[(String, std::path::PathBuf)],
+        config: Option<&crate::ops::config::OpenClawConfig>,
+        plugin: &PluginFacts,
     ) {
-        let mut table = config.agent_fs();
+        let (mut table, mut files) = match config {
+            Some(c) => {
+                let table = c.agent_fs();
+                let files = crate::protected::OpenClawFiles {
+                    process: crate::protected::Process::current(),
+                    ..c.files(&table)
+                };
+                (table, files)
+            }
+            None => (
+                crate::rules::map_access::AgentFsTable::default(),
+                crate::protected::OpenClawFiles {
+                    process: crate::protected::Process::current(),
+                    ..Default::default()
+                },
+            ),
+        };
         // OpenClaw's own answer, where the plugin has it, replaces every
         // workspace it might have been.
-        for (id, w) in workspaces {
+        for (id, w) in &plugin.workspaces {
             if let Some(a) = table.agents.get_mut(&id.to_lowercase()) {
                 a.workspaces = vec![w.clone()];
+                if !files.workspaces.contains(w) {
+                    files.workspaces.push(w.clone());
+                }
             }
         }
-        let mut files = config.files(&table);
-        files.plugin_dirs = plugin_dirs.to_vec();
+        files.plugin_dirs = plugin.plugin_dirs.clone();
+        files.openclaw_files = plugin.openclaw_files.clone();
         let engine = &self.shared.engine;
-        let opts = engine.options();
-        let protected = crate::engine::Engine::locations(&opts.token_map_path, &files);
-        let posture = crate::posture::of_config(
-            opts.posture,
-            config.root(),
-            &table,
-            &protected,
-            &crate::posture::ConfigTools::new(config.root()),
-            crate::sandbox::bwrap_here(&opts.sandbox),
-        );
+        let posture = config.map(|c| {
+            let opts = engine.options();
+            let protected = crate::protected::locations(&opts.token_map_path, &files);
+            crate::posture::of_config(
+                opts.posture,
+                c.root(),
+                &table,
+                &protected,
+                &crate::posture::ConfigTools::new(c.root()),
+                crate::sandbox::bwrap_here(&opts.sandbox),
+            )
+        });
         engine.set_openclaw_facts(table, &files);
-        self.set_posture(posture);
+        if let Some(p) = posture {
+            self.set_posture(p);
+        }
     }
 
     /// Puts `posture` in force, and says so in the log when it changed: at
@@ -388,6 +424,7 @@ impl Layer {
             opts: e.options().sandbox.clone(),
             protected: e.protected_locations(),
             workspaces: e.workspaces(),
+            workspace_hooks: e.workspace_hooks(),
             env: crate::sandbox::GatewayEnv::read(),
             holds_token: Box::new(move |v| {
                 matches!(redactor.redact_str(v), std::borrow::Cow::Owned(_))

@@ -14,6 +14,7 @@ pub mod options;
 pub mod paths;
 pub mod pipeline;
 pub mod posture;
+pub mod protected;
 pub mod redact;
 pub mod route;
 pub mod rules;
@@ -23,4 +24,4 @@ pub mod sys;
 pub mod token_map;
 pub mod watcher;
 
-pub use layer::{Layer, Stats};
+pub use layer::{Layer, PluginFacts, Stats};

@@ -114,6 +114,13 @@ fn env_trimmed(name: &str) -> Option<String> {
     (!v.is_empty() && v != "undefined" && v != "null").then_some(v)
 }
 
+/// An environment variable as OpenClaw reads a path from one: trimmed,
+/// `~` onto the effective home, resolved against the process's cwd
+/// (`resolveUserPath`); unset, empty or `undefined` is none.
+pub fn env_path(name: &str) -> Option<PathBuf> {
+    env_trimmed(name).map(|v| resolve_user_path(&v))
+}
+
 /// Node's `os.homedir()`: `HOME`, else the password database's entry of the
 /// effective user. OpenClaw's apply_patch uses it directly
 /// (`normalizeSandboxInputPath`, `sandbox-paths-*.mjs`).
@@ -209,15 +216,27 @@ pub fn parent_of(path: &Path) -> PathBuf {
 }
 
 /// Where OpenClaw keeps its state (`resolveStateDir`, `paths-*.mjs`):
-/// `OPENCLAW_STATE_DIR`, else `<effective home>/.openclaw`.
+/// `OPENCLAW_STATE_DIR`, else `<effective home>/.openclaw`, or the legacy
+/// `<effective home>/.clawdbot` where only that one exists
+/// (`resolveStateDirFromHome`).
 pub fn state_dir() -> PathBuf {
     match env_trimmed("OPENCLAW_STATE_DIR") {
         Some(d) => resolve_user_path(&d),
-        None => effective_home()
-            .unwrap_or_else(|| PathBuf::from("/"))
-            .join(".openclaw"),
+        None => {
+            let home = effective_home().unwrap_or_else(|| PathBuf::from("/"));
+            let new = home.join(".openclaw");
+            let legacy = home.join(LEGACY_STATE_DIR);
+            if !new.exists() && legacy.exists() {
+                legacy
+            } else {
+                new
+            }
+        }
     }
 }
+
+/// OpenClaw's legacy state directory name (`LEGACY_STATE_DIRNAMES`).
+pub const LEGACY_STATE_DIR: &str = ".clawdbot";
 
 /// OpenClaw's config file (`resolveConfigPath`): `OPENCLAW_CONFIG_PATH`,
 /// else `<stateDir>/openclaw.json`.
@@ -250,6 +269,65 @@ pub fn at_prefix_readings(p: &str) -> Vec<String> {
         Some(rest) => vec![p.to_owned(), rest.to_owned()],
         None => vec![p.to_owned()],
     }
+}
+
+/// The other spellings of `abs`'s file name that the read tool opens when
+/// `abs` itself is missing (`collectReadPathVariants`, path-utils-*.mjs,
+/// with NFD as `getReadQueuePaths` takes it): Unicode spaces as ASCII
+/// spaces, then a space before `AM`/`PM` as U+202F (macOS screenshot
+/// names), each with straight and with curly quotes, each in NFC and NFD.
+/// Only the file name varies; the directory is as given.
+pub fn read_variants(abs: &Path) -> Vec<PathBuf> {
+    use unicode_normalization::UnicodeNormalization;
+    let Some(name) = abs.file_name().and_then(|n| n.to_str()) else {
+        return Vec::new();
+    };
+    let parent = abs.parent().unwrap_or(Path::new(""));
+    let ascii: String = name
+        .chars()
+        .map(|c| match c {
+            '\u{a0}' | '\u{2000}'..='\u{200a}' | '\u{202f}' | '\u{205f}' | '\u{3000}' => ' ',
+            c => c,
+        })
+        .collect();
+    let mut out: Vec<PathBuf> = Vec::new();
+    for spaced in [ascii.clone(), screenshot_spaces(&ascii)] {
+        let straight = spaced.replace(['\u{2018}', '\u{2019}'], "'");
+        let curly = spaced.replace(['\'', '\u{2018}'], "\u{2019}");
+        for quoted in [straight, curly] {
+            for form in [quoted.nfc().collect::<String>(), quoted.nfd().collect()] {
+                let p = parent.join(&form);
+                if form != name && !out.contains(&p) {
+                    out.push(p);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `tryMacOSScreenshotPath`: `/ (?=(?:AM|PM)(?:\b|\.))/gi` to U+202F.
+fn screenshot_spaces(name: &str) -> String {
+    let chars: Vec<char> = name.chars().collect();
+    let word = |c: Option<&char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || *c == '_');
+    chars
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| {
+            let meridiem = chars
+                .get(i + 1)
+                .is_some_and(|a| a.eq_ignore_ascii_case(&'a') || a.eq_ignore_ascii_case(&'p'))
+                && chars
+                    .get(i + 2)
+                    .is_some_and(|m| m.eq_ignore_ascii_case(&'m'))
+                && !word(chars.get(i + 3));
+            if c == ' ' && meridiem {
+                '\u{202f}'
+            } else {
+                c
+            }
+        })
+        .collect()
 }
 
 /// `stripMalformedXmlArgValueSuffix`: a `</arg_value>>` suffix a model's
@@ -421,6 +499,28 @@ mod tests {
         assert_eq!(strip_media_prefix(" media : /a"), "/a");
         assert_eq!(strip_media_prefix("MEDIA:/a"), "/a");
         assert_eq!(strip_media_prefix("/media/a"), "/media/a");
+    }
+
+    #[test]
+    fn read_variants_are_collect_read_path_variants() {
+        let v = |p: &str| -> Vec<String> {
+            read_variants(Path::new(p))
+                .into_iter()
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect()
+        };
+        // Unicode spaces become ASCII; straight and curly quotes; NFC and NFD.
+        assert!(v("/d/my\u{a0}tokens.json").contains(&"/d/my tokens.json".to_owned()));
+        assert!(v("/d/my\u{3000}tokens.json").contains(&"/d/my tokens.json".to_owned()));
+        assert!(v("/d/paco\u{2019}s.json").contains(&"/d/paco's.json".to_owned()));
+        assert!(v("/d/paco's.json").contains(&"/d/paco\u{2019}s.json".to_owned()));
+        assert!(v("/d/cafe\u{301}.json").contains(&"/d/caf\u{e9}.json".to_owned()));
+        assert!(v("/d/caf\u{e9}.json").contains(&"/d/cafe\u{301}.json".to_owned()));
+        // A space before AM/PM is U+202F, as a macOS screenshot name has it.
+        assert!(v("/d/Shot 9.41.07 PM.png").contains(&"/d/Shot 9.41.07\u{202f}PM.png".to_owned()));
+        assert!(!v("/d/Shot 9 AMX.png").contains(&"/d/Shot 9\u{202f}AMX.png".to_owned()));
+        // Only the file name varies, and the name itself is no variant.
+        assert!(v("/d\u{a0}x/plain.json").is_empty());
     }
 
     #[test]

@@ -37,8 +37,9 @@ use serde_json::{Map, Value};
 use crate::openclaw::agent::{self, AgentSettings};
 use crate::openclaw::tools;
 use crate::paths;
+use crate::protected::{Guard, Location};
 use crate::redact::shown;
-use crate::rules::map_access::{AgentFsTable, Guard, Location};
+use crate::rules::map_access::AgentFsTable;
 
 /// The id block reasons of this check start with.
 pub const RULE_ID: &str = "posture";
@@ -1159,9 +1160,7 @@ mod tests {
     }
 
     fn map_locations() -> Vec<Location> {
-        crate::rules::map_access::map_locations(Path::new(
-            "/home/u/.config/micelclaw/agent-tokens.json",
-        ))
+        crate::protected::map_locations(Path::new("/home/u/.config/micelclaw/agent-tokens.json"))
     }
 
     fn roster(root: &Value) -> Vec<RosterAgent> {
@@ -1420,9 +1419,8 @@ mod tests {
 
     #[test]
     fn a_map_under_a_media_root_exposes_every_agent_since_a_reply_can_attach_it() {
-        let protected = crate::rules::map_access::map_locations(Path::new(
-            "/tmp/openclaw/secrets/agent-tokens.json",
-        ));
+        let protected =
+            crate::protected::map_locations(Path::new("/tmp/openclaw/secrets/agent-tokens.json"));
         let root = host_config(json!({}));
         let inp = Inputs {
             root: root.as_object().unwrap(),

@@ -100,8 +100,8 @@ fn session_tools(o: &Options) -> bool {
 fn cross_user(o: &Options) -> bool {
     o.rules.cross_user_send.enabled
 }
-fn cross_user_or_strict(o: &Options) -> bool {
-    o.rules.cross_user_send.enabled || protect_strict(o) || enforced(o)
+fn automations_on(o: &Options) -> bool {
+    o.rules.cross_user_send.enabled || protect_paths(o) || enforced(o)
 }
 /// The path guard runs for the map (`protectMap`) or for the layer's files.
 fn protect_paths(o: &Options) -> bool {
@@ -128,9 +128,14 @@ fn pass<'a>(_: &Context<'_, 'a>, _: &ToolCall<'a>, _: &Route) -> Decision<'a> {
     Decision::pass()
 }
 
-/// The Workboard tools: the agents work is assigned to (cross-user-send),
-/// then the board (workboard-scope); token-text on the card's text.
+/// The Workboard tools: the directories their cards run in (map-access, as
+/// a spawn's cwd), the agents work is assigned to (cross-user-send), then
+/// the board (workboard-scope); token-text on the card's text.
 fn workboard_call<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
+    let dirs = workboard_scope::workspaces(call.tool, call.params);
+    if let Some(d) = map_access::future_cwds(cx, call, dirs) {
+        return d;
+    }
     let assigned = workboard_scope::assignees(call.tool, call.params);
     if let Some(d) = cross_user_send::assignees(cx, call, &assigned) {
         return token_text::scan(d, cx, call);
@@ -138,17 +143,27 @@ fn workboard_call<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) 
     token_text::scan(workboard_scope::decide(cx, call, route), cx, call)
 }
 
-/// `automations`: the agents a job runs as or a wake reaches
-/// (cross-user-send), then, under `protectMap: "strict"`, jobs that run a
-/// command on the host (map-access); token-text on the job and the text.
+/// `automations`, read as OpenClaw canonicalizes the call
+/// (`openclaw::cron`): a job that runs a host process (layer-controls), the
+/// working directories it sets (map-access, as a spawn's cwd), the agents
+/// it runs as or a wake reaches (cross-user-send), then, under
+/// `protectMap: "strict"`, nothing that survived runs a command anyway;
+/// token-text on the job and the text.
 fn automations<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
-    let agents = cross_user_send::automation_agents(call.params);
+    let job = crate::openclaw::cron::read(call.params);
+    if let Some(d) = layer_controls::automation(cx, call, &job) {
+        return d;
+    }
+    if let Some(d) = map_access::future_cwds(cx, call, job.cwds()) {
+        return d;
+    }
+    let agents = job.agents(call.params);
     let named: Vec<&str> = agents.iter().map(String::as_str).collect();
     if let Some(d) = cross_user_send::assignees(cx, call, &named) {
         return token_text::scan(d, cx, call);
     }
-    if cx.opts.protect_map == ProtectMap::Strict {
-        return token_text::scan(map_access::automations(cx, call, route), cx, call);
+    if protect_strict(cx.opts) && job.host_process().is_some() {
+        return map_access::exec(cx, call, route);
     }
     token_text::scan(Decision::pass(), cx, call)
 }
@@ -391,13 +406,25 @@ pub static ROUTES: &[Route] = &[
         derived: false,
     },
     Route {
-        // Jobs run as an agent, and jobs that run a command on the host.
+        // Jobs run as an agent, jobs that run a host process, and the cwds
+        // they set: every param the tool reads, flat ones included.
         tools: &["automations"],
         rule: cross_user_send::RULE_ID,
-        reads: &["action", "job", "agentId", "sessionKey"],
-        scans: token_text::AUTOMATION_SCANS,
+        // `text`, which token-text scans, is among them.
+        reads: crate::openclaw::cron::READS,
+        scans: &[],
         decide: automations,
-        on: cross_user_or_strict,
+        on: automations_on,
+        derived: false,
+    },
+    Route {
+        // The session an accepted suggestion starts runs in its `cwd`.
+        tools: &["suggest_task"],
+        rule: map_access::RULE_ID,
+        reads: &["cwd"],
+        scans: &[],
+        decide: map_access::suggest_task,
+        on: protect_paths,
         derived: false,
     },
     Route {

@@ -397,3 +397,35 @@ impl Host for HostIn<'_> {
         out.host_str().ok().flatten().map(|p| paths::host_path(&p))
     }
 }
+
+/// Records what this process knows of itself, for the protected locations
+/// (`claw_identity_core::protected::Process`): the addon's own file, as Node
+/// loaded it (`node_api_get_module_file_name`, a `file:` URL), the Node
+/// binary and the script it runs. Once per process; a failure leaves a fact
+/// out and is no error (the plugin passes its own directories too).
+pub fn note_process(env: &Env) {
+    let read = || -> Result<claw_identity_core::protected::Process> {
+        let url = env.get_module_file_name().unwrap_or_default();
+        let f: Js<'_> = env.run_script(
+            "(u) => { const p = (x) => (typeof x === 'string' ? x : ''); let a = ''; try { a = process.getBuiltinModule('node:url').fileURLToPath(u); } catch {} return [a, p(process.execPath), p(process.argv[1])]; }",
+        )?;
+        let out = f
+            .call(Js::undefined_in(env)?, &[Js::string(env.raw(), &url)?])
+            .map_err(Error::from_reason)?;
+        let at = |i: u32| -> Result<Option<std::path::PathBuf>> {
+            Ok(out
+                .get_index(i)?
+                .host_str()?
+                .filter(|s| !s.is_empty())
+                .map(|s| claw_identity_core::paths::host_path(&s)))
+        };
+        Ok(claw_identity_core::protected::Process {
+            addon: at(0)?,
+            exec_path: at(1)?,
+            argv1: at(2)?,
+        })
+    };
+    if let Ok(p) = read() {
+        claw_identity_core::protected::Process::set(p);
+    }
+}

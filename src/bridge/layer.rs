@@ -94,11 +94,23 @@ pub struct JsOptions<'e> {
     pub sessions: Option<Js<'e>>,
     /// OpenClaw's config (`api.config`): agents' workspaces and sandboxes.
     pub openclaw_config: Option<Js<'e>>,
-    /// Set by the plugin: the directories it is installed and loaded from.
-    pub plugin_dirs: Vec<std::path::PathBuf>,
-    /// Set by the plugin: each configured agent's workspace, as OpenClaw's
-    /// own `resolveAgentWorkspaceDir` gives it.
-    pub workspaces: Vec<(String, std::path::PathBuf)>,
+    /// Set by the plugin: the directories it is installed and loaded from,
+    /// the file OpenClaw's package resolves to, and each configured agent's
+    /// workspace, as OpenClaw's own `resolveAgentWorkspaceDir` gives it.
+    pub plugin: claw_identity_core::PluginFacts,
+}
+
+/// A JS array of path strings, as host paths; anything else is none.
+fn path_list(v: Js<'_>) -> Result<Vec<std::path::PathBuf>> {
+    Ok(match exact(v, 1)? {
+        Ok(Some(Value::Array(a))) => a
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|p| !p.is_empty())
+            .map(claw_identity_core::paths::host_path)
+            .collect(),
+        _ => Vec::new(),
+    })
 }
 
 pub fn invalid(msg: impl Into<String>) -> Error {
@@ -109,7 +121,7 @@ impl<'e> JsOptions<'e> {
     pub fn read(options: Option<Js<'e>>) -> Result<JsOptions<'e>> {
         let mut rest = serde_json::Map::new();
         let (mut logger, mut sessions, mut openclaw_config) = (None, None, None);
-        let (mut plugin_dirs, mut workspaces) = (Vec::new(), Vec::new());
+        let mut plugin = claw_identity_core::PluginFacts::default();
         if let Some(o) = options {
             match o.kind()? {
                 Kind::Undefined => {}
@@ -124,18 +136,11 @@ impl<'e> JsOptions<'e> {
                             "logger" => logger = Some(v),
                             "sessions" => sessions = Some(v),
                             "openclawConfig" => openclaw_config = Some(v),
-                            "pluginDirs" => {
-                                if let Ok(Some(Value::Array(a))) = exact(v, 1)? {
-                                    plugin_dirs = a
-                                        .iter()
-                                        .filter_map(Value::as_str)
-                                        .map(claw_identity_core::paths::host_path)
-                                        .collect();
-                                }
-                            }
+                            "pluginDirs" => plugin.plugin_dirs = path_list(v)?,
+                            "openclawFiles" => plugin.openclaw_files = path_list(v)?,
                             "workspaces" => {
                                 if let Ok(Some(Value::Object(o))) = exact(v, 1)? {
-                                    workspaces = o
+                                    plugin.workspaces = o
                                         .iter()
                                         .filter_map(|(k, w)| {
                                             Some((
@@ -169,8 +174,7 @@ impl<'e> JsOptions<'e> {
             logger,
             sessions,
             openclaw_config,
-            plugin_dirs,
-            workspaces,
+            plugin,
         })
     }
 
@@ -254,17 +258,27 @@ impl JsLayer {
     }
 
     /// Tells the rules each agent's workspace and sandbox, and OpenClaw's
-    /// files, from OpenClaw's config.
+    /// files, from OpenClaw's config, and what the plugin knows; without a
+    /// config, the protected locations are still the environment's, the
+    /// plugin's and this process's (`claw_identity_core::protected`).
     pub fn use_openclaw_config(&self, options: &JsOptions<'_>) -> Result<()> {
-        let Some(config) = options.openclaw_config else {
-            return Ok(());
+        let config = match options.openclaw_config {
+            None => None,
+            Some(config) => {
+                let cfg = exact(config, 0)?
+                    .ok()
+                    .flatten()
+                    .and_then(OpenClawConfig::from_value);
+                if cfg.is_none() {
+                    self.layer.log().warn(format_args!(
+                        "cannot read OpenClaw's config, so relative paths are checked without the agents' workspaces (map-access refuses those that name the map)"
+                    ));
+                }
+                cfg
+            }
         };
-        match exact(config, 0)?.ok().flatten().and_then(OpenClawConfig::from_value) {
-            Some(cfg) => self.layer.use_openclaw_config(&cfg, &options.plugin_dirs, &options.workspaces),
-            None => self.layer.log().warn(format_args!(
-                "cannot read OpenClaw's config, so relative paths are checked without the agents' workspaces (map-access refuses those that name the map)"
-            )),
-        }
+        self.layer
+            .use_openclaw_config(config.as_ref(), &options.plugin);
         Ok(())
     }
 

@@ -48,31 +48,31 @@ pub fn reachable(
         }
     };
     // `model`: a ref, or `{ primary, fallbacks }`.
-    let mut models =
-        |model: Option<&Value>, key: &str, note: &mut dyn FnMut(&str, String)| match model {
-            Some(Value::String(r)) => {
+    let models = |model: Option<&Value>, key: &str, note: &mut dyn FnMut(&str, String)| match model
+    {
+        Some(Value::String(r)) => {
+            if let Some(p) = provider(r) {
+                note(p, key.to_owned());
+            }
+        }
+        Some(Value::Object(m)) => {
+            if let Some(p) = m.get("primary").and_then(Value::as_str).and_then(provider) {
+                note(p, format!("{key}.primary"));
+            }
+            for r in m
+                .get("fallbacks")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+            {
                 if let Some(p) = provider(r) {
-                    note(p, key.to_owned());
+                    note(p, format!("{key}.fallbacks"));
                 }
             }
-            Some(Value::Object(m)) => {
-                if let Some(p) = m.get("primary").and_then(Value::as_str).and_then(provider) {
-                    note(p, format!("{key}.primary"));
-                }
-                for r in m
-                    .get("fallbacks")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                {
-                    if let Some(p) = provider(r) {
-                        note(p, format!("{key}.fallbacks"));
-                    }
-                }
-            }
-            _ => {}
-        };
+        }
+        _ => {}
+    };
     // The models' own entries: a ref there may carry `agentRuntime: { id }`.
     let entries =
         |section: Option<&Map<String, Value>>, key: &str, note: &mut dyn FnMut(&str, String)| {

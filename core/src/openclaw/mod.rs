@@ -11,6 +11,7 @@ pub mod agent;
 pub mod base64;
 pub mod cli_backends;
 pub mod code_mode;
+pub mod cron;
 pub mod plugins;
 pub mod roster;
 pub mod sandbox_tools;

@@ -255,6 +255,9 @@ pub fn run(config_path: &Path, live: Option<&Live>) -> Vec<Finding> {
                     g.what, g.path, g.refused, g.rule
                 )
             })
+            .chain(std::iter::once(
+                crate::ops::config::PROCESS_LOCATIONS.to_owned(),
+            ))
             .collect::<Vec<_>>()
             .join("; "),
         Some("Nothing to change: this lists what is guarded. To see why a given call is refused, run claw-identity explain --tool <tool> --agent <id> --params '<json>' --config <openclaw.json>.".to_owned()),

@@ -6,7 +6,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use crate::rules::layer_controls::OpenClawFiles;
+use crate::protected::OpenClawFiles;
 use crate::rules::map_access::{AgentFs, AgentFsTable, DefaultFs};
 
 use serde_json::{Map, Value};
@@ -478,8 +478,11 @@ impl OpenClawConfig {
     }
 
     /// OpenClaw's files this config names: its `$include`s (read from the
-    /// config file on disk, where they still are), `plugins.load.paths`, and
-    /// every workspace an agent may have.
+    /// config file on disk, where they still are), `plugins.load.paths`,
+    /// `hooks.internal.load.extraDirs` and whether a workspace hook is
+    /// enabled, and every workspace an agent may have. What a process knows
+    /// of itself (`Process`) is the live layer's to add: doctor and audit,
+    /// which run in another process than the gateway, list the config's.
     pub fn files(&self, table: &AgentFsTable) -> OpenClawFiles {
         let mut includes = Vec::new();
         let on_disk = crate::paths::config_path();
@@ -500,11 +503,34 @@ impl OpenClawConfig {
         workspaces.extend(table.default.env_workspaces.iter().cloned());
         workspaces.sort();
         workspaces.dedup();
+        let internal = self.get(&["hooks", "internal"]).and_then(Value::as_object);
+        // resolveHookDiscoveryRoots (workspace-*.mjs): trimmed, `~` expanded.
+        let hook_dirs = strings(
+            internal
+                .and_then(|i| object(i.get("load")))
+                .and_then(|l| l.get("extraDirs")),
+        )
+        .unwrap_or_default()
+        .iter()
+        .filter(|d| !crate::paths::js_trim(d).is_empty())
+        .map(|d| crate::paths::resolve_user_path(d))
+        .collect();
+        // resolveHookEnableState (policy-*.mjs): a workspace hook loads only
+        // with its entry's `enabled: true`; the entry's name is the hook's
+        // own (its HOOK.md may give any), so one is enough.
+        let workspace_hooks = internal
+            .and_then(|i| object(i.get("entries")))
+            .is_some_and(|e| {
+                e.values()
+                    .any(|v| v.get("enabled") == Some(&Value::Bool(true)))
+            });
         OpenClawFiles {
             includes,
             load_paths,
+            hook_dirs,
+            workspace_hooks,
             workspaces,
-            plugin_dirs: Vec::new(),
+            ..OpenClawFiles::default()
         }
     }
 }
@@ -557,26 +583,32 @@ fn include_files(path: &Path, depth: usize, out: &mut Vec<PathBuf>) {
 }
 
 /// The locations the plugin with these options keeps out of the agents'
-/// tools' reach, as the layer computes them (`Engine::locations`), for
-/// `doctor` and `audit` to list.
+/// tools' reach, as the layer computes them (`protected::locations`), for
+/// `doctor` and `audit` to list: those of the config and the environment.
+/// The gateway's process adds its own ([`PROCESS_LOCATIONS`]), which only
+/// it knows.
 pub fn guarded_locations(
     opts: &Options,
     config: Option<&OpenClawConfig>,
-) -> Vec<crate::rules::map_access::Location> {
+) -> Vec<crate::protected::Location> {
     let files = match config {
         Some(c) => c.files(&c.agent_fs()),
         None => OpenClawFiles::default(),
     };
-    crate::engine::Engine::locations(&opts.token_map_path, &files)
+    crate::protected::locations(&opts.token_map_path, &files)
         .into_iter()
         .filter(|l| match l.guard {
-            crate::rules::map_access::Guard::Map => {
+            crate::protected::Guard::Map => {
                 opts.protect_map != crate::rules::map_access::ProtectMap::Off
             }
-            crate::rules::map_access::Guard::Layer => opts.rules.layer_controls.enabled,
+            crate::protected::Guard::Layer => opts.rules.layer_controls.enabled,
         })
         .collect()
 }
+
+/// What the running gateway's layer guards besides [`guarded_locations`],
+/// from its own process (`protected::Process`), for doctor and audit to say.
+pub const PROCESS_LOCATIONS: &str = "and, in the gateway's own process, OpenClaw's package and every node_modules it imports from, the Node binary and its install, and claw-identity's installed files (write)";
 
 #[cfg(test)]
 mod tests {

@@ -499,12 +499,15 @@ pub(crate) fn sandbox_probe(c: &OpenClawConfig, opts: &crate::options::Options) 
     let table = c.agent_fs();
     engine.set_openclaw_facts(table.clone(), &c.files(&table));
     let host = sandbox::LiveHost::new();
-    let inputs = sandbox::inputs(
-        engine.protected_locations(),
-        &engine.workspaces(),
-        &opts.sandbox,
-        &host,
-    );
+    let inputs = sandbox::Inputs {
+        workspace_hooks: engine.workspace_hooks(),
+        ..sandbox::inputs(
+            engine.protected_locations(),
+            &engine.workspaces(),
+            &opts.sandbox,
+            &host,
+        )
+    };
     sandbox::probe(&host, &opts.sandbox, &inputs, &sandbox::gateway_path())
 }
 
@@ -516,7 +519,7 @@ pub(crate) fn posture_of(
     own_sandbox_here: bool,
 ) -> crate::posture::Posture {
     let table = c.agent_fs();
-    let protected = crate::engine::Engine::locations(&opts.token_map_path, &c.files(&table));
+    let protected = crate::protected::locations(&opts.token_map_path, &c.files(&table));
     crate::posture::of_config(
         opts.posture,
         c.root(),
@@ -734,6 +737,7 @@ impl Report {
                     shown(&g.path)
                 );
             }
+            out += &format!("  {}\n", crate::ops::config::PROCESS_LOCATIONS);
             out.push('\n');
         }
         let warnings = if self.warnings > 0 {

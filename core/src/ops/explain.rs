@@ -138,7 +138,7 @@ pub fn run(args: &ExplainArgs<'_>) -> Result<Explanation, String> {
         .map_err(|e| format!("the plugin's options are invalid: {e}"))?;
     let layer = Layer::load(opts, Log::silent());
     if let Some(c) = &config {
-        layer.use_openclaw_config(c, &[], &[]);
+        layer.use_openclaw_config(Some(c), &Default::default());
     }
     let stats = layer.stats();
     let opts = layer.engine().options();

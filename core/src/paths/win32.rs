@@ -52,17 +52,161 @@ fn drive_of(s: &str) -> Option<char> {
     s.strip_suffix(':').and_then(drive_letter)
 }
 
-/// Servers that are this machine: `\\localhost\C$\a` is `C:\a`.
+/// Servers that are this machine, so `\\localhost\C$\a` is `C:\a`: a
+/// name of it (`localhost`, the `COMPUTERNAME` Windows sets, with or
+/// without a trailing dot), `.`, and every address of it as Windows'
+/// resolver reads one: all of 127.0.0.0/8 in every `inet_aton` spelling
+/// (`127.1`, `0x7f.1`, `0177.0.0.1`, `2130706433`), the unspecified
+/// `0.0.0.0`, and `::1`, `::`, `::ffff:127.x.x.x` in any IPv6 spelling,
+/// bracketed or as a `*.ipv6-literal.net` name.
 fn loopback(server: &str) -> bool {
-    [
-        "localhost",
-        "127.0.0.1",
-        "::1",
-        "0--1.ipv6-literal.net",
-        ".",
-    ]
-    .iter()
-    .any(|l| server.eq_ignore_ascii_case(l))
+    let name = server.trim_end_matches('.');
+    if server == "." || name.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    let this_host = |var: &str| {
+        crate::sys::env_var(var)
+            .and_then(|v| v.into_string().ok())
+            .is_some_and(|h| !h.is_empty() && name.eq_ignore_ascii_case(h.trim_end_matches('.')))
+    };
+    if this_host("COMPUTERNAME") {
+        return true;
+    }
+    if let Some(v4) = inet_aton(name) {
+        return v4 >> 24 == 127 || v4 == 0;
+    }
+    let v6 = match name.len().checked_sub(".ipv6-literal.net".len()) {
+        Some(i)
+            if name.is_char_boundary(i) && name[i..].eq_ignore_ascii_case(".ipv6-literal.net") =>
+        {
+            // `-` stands for `:`, `s` for the zone's `%`.
+            name[..i]
+                .replace('-', ":")
+                .split(['s', 'S'])
+                .next()
+                .unwrap_or("")
+                .to_owned()
+        }
+        _ => name
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .split('%')
+            .next()
+            .unwrap_or("")
+            .to_owned(),
+    };
+    match v6.parse::<std::net::Ipv6Addr>() {
+        Ok(a) => {
+            a.is_loopback()
+                || a.is_unspecified()
+                || a.to_ipv4_mapped().is_some_and(|v| v.is_loopback())
+        }
+        Err(_) => false,
+    }
+}
+
+/// An IPv4 address as `inet_aton` (and Windows' `inet_addr`) reads it: one
+/// to four parts, each decimal, octal (`0…`) or hex (`0x…`), the last
+/// filling the bytes left.
+fn inet_aton(s: &str) -> Option<u32> {
+    let parts: Vec<&str> = s.split('.').collect();
+    if parts.len() > 4 {
+        return None;
+    }
+    let num = |p: &str| -> Option<u64> {
+        let (digits, radix) = match p.get(..2) {
+            Some(x) if x.eq_ignore_ascii_case("0x") => (&p[2..], 16),
+            _ if p.len() > 1 && p.starts_with('0') => (&p[1..], 8),
+            _ => (p, 10),
+        };
+        if digits.is_empty() && radix != 16 {
+            return None;
+        }
+        if digits.is_empty() {
+            return Some(0);
+        }
+        if digits.len() > 11 || !digits.chars().all(|c| c.is_digit(radix)) {
+            return None;
+        }
+        u64::from_str_radix(digits, radix).ok()
+    };
+    let nums = parts.iter().map(|p| num(p)).collect::<Option<Vec<u64>>>()?;
+    let (last, head) = nums.split_last()?;
+    if head.iter().any(|h| *h > 255) || *last >= 1u64 << (32 - 8 * head.len()) {
+        return None;
+    }
+    let v = head
+        .iter()
+        .enumerate()
+        .fold(*last, |v, (i, h)| v | h << (24 - 8 * i));
+    u32::try_from(v).ok()
+}
+
+/// The names, after `\\?\` or `\\.\`, that lead through the NT object
+/// namespace back to the DOS device names a drive letter is (`\\?\C:` is
+/// `\??\C:`): `GLOBALROOT` (the namespace's root), `??`, `DosDevices`
+/// (a link to `\??`), `GLOBAL??` and `Global` (links to it).
+fn namespace_hop(c: &str) -> bool {
+    ["GLOBALROOT", "??", "DosDevices", "GLOBAL??", "Global"]
+        .iter()
+        .any(|h| c.eq_ignore_ascii_case(h))
+}
+
+/// After a device prefix (`\\?\`, `\\.\`): the drive or share it names.
+/// `\Device\Mup` and `\Device\LanmanRedirector` are the redirector of
+/// UNC paths. Anything else (a volume, a disk, a shadow copy) is left as
+/// the share `\\?\<name>`, which [`unplaced`] tells apart.
+fn device_root<'p>(comps: &[&'p str]) -> (Root, Vec<&'p str>) {
+    let mut rest = comps;
+    while let [hop, more @ ..] = rest {
+        if !namespace_hop(hop) {
+            break;
+        }
+        rest = more;
+    }
+    if let [device, redirector, more @ ..] = rest {
+        let redirects = ["Mup", "LanmanRedirector"]
+            .iter()
+            .any(|r| redirector.eq_ignore_ascii_case(r));
+        if device.eq_ignore_ascii_case("Device") && redirects {
+            return unc(more);
+        }
+    }
+    if let Some((d, more)) = rest
+        .split_first()
+        .and_then(|(d, m)| Some((drive_of(d)?, m)))
+    {
+        return (Root::Drive(d), more.to_vec());
+    }
+    match rest {
+        [u, more @ ..] if u.eq_ignore_ascii_case("UNC") => unc(more),
+        [name, more @ ..] => (Root::Unc("?".to_owned(), (*name).to_owned()), more.to_vec()),
+        [] => (Root::Unc("?".to_owned(), String::new()), Vec::new()),
+    }
+}
+
+/// `server\share\rest`: a share, or the drive a loopback admin share is.
+fn unc<'p>(comps: &[&'p str]) -> (Root, Vec<&'p str>) {
+    let (server, share, rest) = match comps {
+        [server, share, rest @ ..] => (*server, *share, rest),
+        [server] => (*server, "", &[][..]),
+        [] => ("", "", &[][..]),
+    };
+    match share.strip_suffix('$').and_then(drive_letter) {
+        Some(d) if loopback(server) => (Root::Drive(d), rest.to_vec()),
+        _ => (
+            Root::Unc(server.to_owned(), share.to_owned()),
+            rest.to_vec(),
+        ),
+    }
+}
+
+/// Whether a guest path is in the device namespace but on no drive or
+/// share the layer can place (`\\?\Volume{…}\`, `\\?\GLOBALROOT\Device\
+/// HarddiskVolume3\`): which file it is, only Windows knows.
+pub fn unplaced(guest: &Path) -> bool {
+    let s = guest.to_string_lossy();
+    s.starts_with("/UNC:/?/") || s == "/UNC:/?" || s.starts_with("/UNC:/./")
 }
 
 /// The names of `s`, between separators of either kind.
@@ -89,25 +233,9 @@ fn parse(p: &str) -> (Root, Vec<&str>) {
     match (chars.next(), chars.next(), chars.next()) {
         (Some(a), Some(b), _) if is_sep(a) && is_sep(b) => {
             let comps = parts(&p[2..]);
-            if let ["?" | ".", d, rest @ ..] = comps.as_slice() {
-                if let Some(d) = drive_of(d) {
-                    return (Root::Drive(d), rest.to_vec());
-                }
-            }
-            let (server, share, rest) = match comps.as_slice() {
-                ["?" | ".", unc, server, share, rest @ ..] if unc.eq_ignore_ascii_case("UNC") => {
-                    (*server, *share, rest)
-                }
-                [server, share, rest @ ..] => (*server, *share, rest),
-                [server] => (*server, "", &[][..]),
-                [] => ("", "", &[][..]),
-            };
-            match share.strip_suffix('$').and_then(drive_letter) {
-                Some(d) if loopback(server) => (Root::Drive(d), rest.to_vec()),
-                _ => (
-                    Root::Unc(server.to_owned(), share.to_owned()),
-                    rest.to_vec(),
-                ),
+            match comps.as_slice() {
+                ["?" | ".", rest @ ..] => device_root(rest),
+                _ => unc(&comps),
             }
         }
         (Some(d), Some(':'), third) if d.is_ascii_alphabetic() => {
@@ -271,6 +399,56 @@ mod tests {
             (r"\\?\UNC\localhost\C$\Users\me\x", "/C:/Users/me/x"),
             (r"\\server\share\a\..\..\b", "/UNC:/server/share/b"),
             (r"\\?\UNC\server\share\a", "/UNC:/server/share/a"),
+            // The NT object namespace back to the drive, every spelling.
+            (r"\\?\GLOBALROOT\??\C:\Users\me\x", "/C:/Users/me/x"),
+            (r"\\?\GLOBALROOT\DosDevices\C:\Users\me\x", "/C:/Users/me/x"),
+            (r"\\?\globalroot\GLOBAL??\c:\Users\me\x", "/C:/Users/me/x"),
+            (r"\\.\GLOBAL??\C:\Users\me\x", "/C:/Users/me/x"),
+            (r"\\.\Global\C:\Users\me\x", "/C:/Users/me/x"),
+            (r"\\?\GLOBALROOT\??\Global\C:\Users\me\x", "/C:/Users/me/x"),
+            (r"//./GLOBALROOT/DosDevices/C:/Users/me/x", "/C:/Users/me/x"),
+            (
+                r"\\?\GLOBALROOT\??\UNC\localhost\C$\Users\me\x",
+                "/C:/Users/me/x",
+            ),
+            (
+                r"\\?\GLOBALROOT\Device\Mup\127.0.0.1\C$\Users\me\x",
+                "/C:/Users/me/x",
+            ),
+            (
+                r"\\?\GLOBALROOT\Device\LanmanRedirector\srv\sh\a",
+                "/UNC:/srv/sh/a",
+            ),
+            // Every loopback spelling of a host.
+            (r"\\localhost.\C$\Users\me\x", "/C:/Users/me/x"),
+            (r"\\LOCALHOST\c$\Users\me\x", "/C:/Users/me/x"),
+            (r"\\127.1\C$\Users\me\x", "/C:/Users/me/x"),
+            (r"\\127.0.1\C$\Users\me\x", "/C:/Users/me/x"),
+            (r"\\127.255.255.254\C$\Users\me\x", "/C:/Users/me/x"),
+            (r"\\127.0.0.1.\C$\Users\me\x", "/C:/Users/me/x"),
+            (r"\\2130706433\C$\Users\me\x", "/C:/Users/me/x"),
+            (r"\\0x7f000001\C$\Users\me\x", "/C:/Users/me/x"),
+            (r"\\0x7f.1\C$\Users\me\x", "/C:/Users/me/x"),
+            (r"\\0177.0.0.1\C$\Users\me\x", "/C:/Users/me/x"),
+            (r"\\017700000001\C$\Users\me\x", "/C:/Users/me/x"),
+            (r"\\0.0.0.0\C$\Users\me\x", "/C:/Users/me/x"),
+            (r"\\[::1]\C$\Users\me\x", "/C:/Users/me/x"),
+            (r"\\0--1.ipv6-literal.net\C$\Users\me\x", "/C:/Users/me/x"),
+            (
+                r"\\0-0-0-0-0-0-0-1.IPV6-LITERAL.NET\C$\Users\me\x",
+                "/C:/Users/me/x",
+            ),
+            (
+                r"\\--ffff-7f00-1.ipv6-literal.net\C$\Users\me\x",
+                "/C:/Users/me/x",
+            ),
+            (r"\\0--1s4.ipv6-literal.net\C$\Users\me\x", "/C:/Users/me/x"),
+            // Not this machine.
+            (r"\\128.0.0.1\C$\x", "/UNC:/128.0.0.1/C$/x"),
+            (r"\\127.256\C$\x", "/C:/x"), // inet_aton: 127.0.1.0
+            (r"\\127.0.0.1.5\C$\x", "/UNC:/127.0.0.1.5/C$/x"),
+            (r"\\127.0.0.0x1g\C$\x", "/UNC:/127.0.0.0x1g/C$/x"),
+            (r"\\localhostx\C$\x", "/UNC:/localhostx/C$/x"),
             (
                 r"\\?\Volume{1234}\Users\me",
                 "/UNC:/?/Volume{1234}/Users/me",
@@ -286,6 +464,34 @@ mod tests {
             resolve(Path::new("/UNC:/srv/sh/ws"), r"\x"),
             Path::new("/UNC:/srv/sh/x")
         );
+    }
+
+    #[test]
+    fn device_paths_on_no_drive_or_share_are_told_apart() {
+        let base = Path::new("/C:/Users/me/ws");
+        for p in [
+            r"\\?\Volume{1234}\Users\me\x",
+            r"\\?\GLOBALROOT\Device\HarddiskVolume3\Users\me\x",
+            r"\\.\GLOBALROOT\Device\HarddiskVolumeShadowCopy1\x",
+            r"\\?\GLOBALROOT\??\Volume{1234}\x",
+            r"\\.\PhysicalDrive0",
+        ] {
+            assert!(unplaced(&resolve(base, p)), "{p}");
+            assert!(is_absolute(p), "{p}");
+        }
+        for p in [r"\\?\C:\x", r"\\srv\sh\x", r"\\?\GLOBALROOT\??\C:\x", "x"] {
+            assert!(!unplaced(&resolve(base, p)), "{p}");
+        }
+    }
+
+    #[test]
+    fn this_machines_name_is_a_loopback_host() {
+        // COMPUTERNAME is set by Windows; a test sets it for this process only
+        // through the name it reads, so use one no other test uses.
+        std::env::set_var("COMPUTERNAME", "CI-GUARD-HOST");
+        let base = Path::new("/C:/Users/me/ws");
+        assert_eq!(resolve(base, r"\\ci-guard-host\C$\x"), Path::new("/C:/x"));
+        assert_eq!(resolve(base, r"\\CI-GUARD-HOST.\d$\x"), Path::new("/D:/x"));
     }
 
     #[test]

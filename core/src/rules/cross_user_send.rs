@@ -271,36 +271,12 @@ pub fn assignees<'a>(
 }
 
 /// The agents an `automations` (OpenClaw's cron, `cron-tool-*.mjs`) call
-/// makes run: `add`/`update` a job for `job.agentId`, `job.owner.agentId` or
-/// the agent of `job.sessionKey`; `wake` the agent `agentId` names, or that
-/// of `sessionKey` (the caller itself when neither is given).
+/// makes run, read as OpenClaw canonicalizes the call
+/// (`crate::openclaw::cron`): the job's `agentId`, `owner.agentId`, the
+/// agent of its `sessionKey` or `sessionTarget: "session:<key>"`; a wake's
+/// `agentId` or `sessionKey` (the caller itself when neither is given).
 pub fn automation_agents(params: &Params) -> Vec<String> {
-    let text = |v: Option<&Value>| {
-        v.and_then(Value::as_str)
-            .map(|s| s.trim().to_owned())
-            .filter(|s| !s.is_empty())
-    };
-    let action = text(params.get("action")).unwrap_or_default();
-    let mut out = Vec::new();
-    match action.as_str() {
-        "add" | "update" => {
-            let job = params.get("job");
-            out.extend(text(job.and_then(|j| j.get("agentId"))));
-            out.extend(text(
-                job.and_then(|j| j.get("owner"))
-                    .and_then(|o| o.get("agentId")),
-            ));
-            out.extend(
-                text(job.and_then(|j| j.get("sessionKey"))).and_then(|k| session_key_agent(&k)),
-            );
-        }
-        "wake" => match text(params.get("agentId")) {
-            Some(a) => out.push(a),
-            None => out.extend(text(params.get("sessionKey")).and_then(|k| session_key_agent(&k))),
-        },
-        _ => {}
-    }
-    out
+    crate::openclaw::cron::read(params).agents(params)
 }
 
 /// `sessions_send`: this rule, then `delegation-session`, which routes a

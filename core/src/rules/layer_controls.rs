@@ -4,11 +4,11 @@
 //! tools can write, and gives agents tools that change its own setup. So:
 //!
 //! - the files that control the layer are protected locations of
-//!   `map-access`'s path guard ([`locations`]): OpenClaw's config file and
-//!   its `$include`s, the `.env` files OpenClaw loads and the secrets beside
-//!   the config (these can't be read either: they hold the gateway's auth
-//!   token and provider keys), and the plugin code OpenClaw loads (written
-//!   by no tool);
+//!   `map-access`'s path guard (the table in `crate::protected`): OpenClaw's
+//!   config file and its `$include`s, the `.env` files OpenClaw loads and
+//!   the secrets beside the config (these can't be read either: they hold
+//!   the gateway's auth token and provider keys), and every place OpenClaw
+//!   imports code or reads its start-up from (written by no tool);
 //! - `plugins` may not disable, uninstall or reload this plugin, nor install
 //!   or enable another (a plugin loaded later can register a trusted policy
 //!   that runs after this one and rewrites the token);
@@ -26,7 +26,6 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::agent_ids::str_param;
-use super::map_access::{Guard, Location};
 use super::{Context, Decision, ToolCall};
 use crate::paths;
 use crate::redact::shown;
@@ -49,148 +48,6 @@ pub struct LayerControlsConfig {
 impl Default for LayerControlsConfig {
     fn default() -> Self {
         LayerControlsConfig { enabled: true }
-    }
-}
-
-/// What the layer knows of OpenClaw's files, from its environment and
-/// config (`crate::paths` resolves them as OpenClaw does).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct OpenClawFiles {
-    /// `$include`d config files, resolved against the including file.
-    pub includes: Vec<PathBuf>,
-    /// `plugins.load.paths`: folders OpenClaw loads plugins from.
-    pub load_paths: Vec<PathBuf>,
-    /// The agents' workspaces (each one's `.openclaw/extensions` is a plugin folder).
-    pub workspaces: Vec<PathBuf>,
-    /// This plugin's own directories: where it is installed (`api.rootDir`)
-    /// and the copy OpenClaw loaded it from.
-    pub plugin_dirs: Vec<PathBuf>,
-}
-
-/// The locations that control the layer. Reads are refused too where a
-/// file holds secrets (`secret`).
-pub fn locations(files: &OpenClawFiles) -> Vec<Location> {
-    let loc = |what, path: PathBuf, dir, secret| Location {
-        guard: Guard::Layer,
-        what,
-        path: paths::resolve(Path::new("/"), &path),
-        dir,
-        secret,
-    };
-    let config = paths::config_path();
-    let config_dir = paths::config_dir();
-    let state = paths::state_dir();
-    let mut out = vec![
-        // resolveConfigPath (paths-*.mjs); the gateway watches it and applies edits.
-        loc("OpenClaw's config file", config.clone(), false, true),
-        // dotenv-global-*.mjs: loaded into the gateway's environment at start.
-        loc("OpenClaw's .env", config_dir.join(".env"), false, true),
-        loc(
-            "OpenClaw's .env",
-            paths::parent_of(&config).join(".env"),
-            false,
-            true,
-        ),
-        loc(
-            "OpenClaw's credentials",
-            state.join("credentials"),
-            true,
-            true,
-        ),
-        loc(
-            "OpenClaw's device identity",
-            state.join("identity"),
-            true,
-            true,
-        ),
-        // Plugin installs (install-paths-*.mjs): code OpenClaw loads.
-        loc(
-            "OpenClaw's plugin installs",
-            config_dir.join("extensions"),
-            true,
-            false,
-        ),
-        loc(
-            "OpenClaw's plugin installs",
-            config_dir.join("npm"),
-            true,
-            false,
-        ),
-        loc(
-            "OpenClaw's plugin installs",
-            config_dir.join("git"),
-            true,
-            false,
-        ),
-        // plugin-source-capture-directory-*.mjs: the copies OpenClaw loads plugins from.
-        loc(
-            "OpenClaw's plugin copies",
-            state.join("tmp").join("plugin-captures"),
-            true,
-            false,
-        ),
-    ];
-    // `~/.config/openclaw/gateway.env` (dotenv-global-*.mjs), in each home `~` may be.
-    for h in paths::homes() {
-        out.push(loc(
-            "OpenClaw's gateway.env",
-            h.join(".config").join("openclaw"),
-            true,
-            true,
-        ));
-    }
-    // The config's backups and temporary copies hold what it holds.
-    for i in ["bak", "bak.1", "bak.2", "bak.3", "bak.4"] {
-        let mut name = config.as_os_str().to_owned();
-        name.push(format!(".{i}"));
-        out.push(loc(
-            "a backup of OpenClaw's config file",
-            PathBuf::from(name),
-            false,
-            true,
-        ));
-    }
-    for inc in &files.includes {
-        out.push(loc(
-            "a file OpenClaw's config includes",
-            inc.clone(),
-            false,
-            true,
-        ));
-    }
-    for p in &files.load_paths {
-        out.push(loc(
-            "a folder OpenClaw loads plugins from",
-            p.clone(),
-            true,
-            false,
-        ));
-    }
-    out.extend(files.workspaces.iter().map(|w| workspace_plugins(w)));
-    for d in &files.plugin_dirs {
-        out.push(loc(
-            "claw-identity's installed files",
-            d.clone(),
-            true,
-            false,
-        ));
-    }
-    out.dedup_by(|a, b| a.path == b.path);
-    out
-}
-
-/// A workspace's plugin folder (`<workspace>/.openclaw/extensions`,
-/// `resolvePluginSourceRoots`, `roots-*.mjs`): code OpenClaw loads.
-pub fn workspace_plugins(workspace: &Path) -> Location {
-    Location {
-        guard: Guard::Layer,
-        what: "a folder OpenClaw loads plugins from",
-        path: paths::resolve(
-            Path::new("/"),
-            &workspace.join(".openclaw").join("extensions"),
-        ),
-        dir: true,
-        secret: false,
     }
 }
 
@@ -228,6 +85,33 @@ pub fn plugins<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Deci
         )),
         Some(_) => Decision::pass(),
     }
+}
+
+/// `automations` jobs that run a host process, for every agent: the
+/// gateway starts them as its own user, outside every agent's tools and
+/// sandbox, and a stream source with the gateway's whole environment
+/// (`spawnSource`, server-cron-*.mjs), so one could read the token map or
+/// switch the layer off. OpenClaw's own `assertNoCronShellExecution`
+/// (cron-tool-*.mjs) refuses only command payloads and on-exit schedules,
+/// by a case-sensitive kind, and not for a management grant's update. The
+/// call is read as OpenClaw canonicalizes it (`crate::openclaw::cron`).
+pub fn automation<'a>(
+    cx: &Context<'_, 'a>,
+    call: &ToolCall<'a>,
+    job: &crate::openclaw::cron::Call,
+) -> Option<Decision<'a>> {
+    if !cx.opts.rules.layer_controls.enabled {
+        return None;
+    }
+    let what = job.host_process()?;
+    Some(Decision::block(
+        RULE_ID,
+        format!(
+            "{RULE_ID}: {} {} was refused: the job runs a host process ({what}), which the gateway starts as its own user with its own environment, outside every agent's tools and sandbox, where it could read the token map or switch the identity layer off. Agents may schedule agentTurn and systemEvent jobs; the operator can add this one with `openclaw cron add` or the Gateway's cron.add.",
+            shown(call.tool),
+            shown(&job.action)
+        ),
+    ))
 }
 
 /// Config paths the system agent may not set: what decides whether and
@@ -332,25 +216,6 @@ mod tests {
                 PathBuf::from("/abs/c.json")
             ]
         );
-    }
-
-    #[test]
-    fn the_config_and_its_secrets_cant_be_read_and_plugin_code_cant_be_written() {
-        let l = locations(&OpenClawFiles {
-            plugin_dirs: vec!["/p/claw-identity".into()],
-            ..Default::default()
-        });
-        let config = l
-            .iter()
-            .find(|l| l.what == "OpenClaw's config file")
-            .unwrap();
-        assert!(config.secret && !config.dir);
-        let ours = l
-            .iter()
-            .find(|l| l.path == Path::new("/p/claw-identity"))
-            .unwrap();
-        assert!(ours.dir && !ours.secret);
-        assert!(l.iter().all(|l| l.guard == Guard::Layer));
     }
 
     #[test]

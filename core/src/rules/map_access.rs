@@ -38,6 +38,7 @@ use serde_json::Value;
 
 use super::{Context, Decision, Params, ToolCall};
 use crate::paths;
+use crate::protected::{Guard, Location};
 use crate::redact::shown;
 use crate::route::Route;
 use crate::sys;
@@ -74,38 +75,6 @@ pub enum Access {
     Search,
     /// Creates, changes, moves or deletes it.
     Write,
-}
-
-/// Which rule a protected location belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Guard {
-    /// The token map and its directories: `map-access`.
-    Map,
-    /// What controls the layer: `layer-controls`.
-    Layer,
-}
-
-impl Guard {
-    pub fn rule(self) -> &'static str {
-        match self {
-            Guard::Map => RULE_ID,
-            Guard::Layer => super::layer_controls::RULE_ID,
-        }
-    }
-}
-
-/// A protected location, as configured (paths may not exist yet).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Location {
-    pub guard: Guard,
-    /// How a block reason names it ("the token map", "OpenClaw's config file").
-    pub what: &'static str,
-    /// Absolute, lexically normalized.
-    pub path: PathBuf,
-    /// A directory: it and everything under it.
-    pub dir: bool,
-    /// Reads (and listings, searches) are refused too, not only writes.
-    pub secret: bool,
 }
 
 impl Location {
@@ -273,34 +242,6 @@ impl Facts {
     }
 }
 
-/// The map's own locations: the file as configured and as its symlinks
-/// resolve now, and the directories holding each.
-pub fn map_locations(map: &Path) -> Vec<Location> {
-    let loc = |what, path: PathBuf, dir| Location {
-        guard: Guard::Map,
-        what,
-        path,
-        dir,
-        secret: true,
-    };
-    let mut out = vec![
-        loc("the token map", map.to_path_buf(), false),
-        loc("the token map's directory", paths::parent_of(map), true),
-    ];
-    // A symlinked map (supported): the file it ends at, and that file's directory.
-    if let Ok(real) = sys::canonicalize(map) {
-        if real != map {
-            out.push(loc("the token map", real.clone(), false));
-            out.push(loc(
-                "the token map's directory",
-                paths::parent_of(&real),
-                true,
-            ));
-        }
-    }
-    out
-}
-
 /// The directories a relative path of `agent`'s tools is resolved against,
 /// as OpenClaw picks them (`createOpenClawCodingToolsInternal`'s
 /// `codingRoot`, `agent-tools-*.mjs`): the session's spawned cwd, else the
@@ -389,9 +330,6 @@ fn spellings(raw: &str, reading: Reading, host: &dyn crate::sessions::Host) -> V
     let mut out = Vec::new();
     let homes = host.homes();
     for t in texts {
-        if t.contains('\0') {
-            continue; // Node refuses the call: nothing is opened
-        }
         if paths::is_file_url(&t) {
             if let Some(p) = host.file_url_to_path(&t) {
                 out.push(p);
@@ -455,6 +393,32 @@ fn kernel_path_hops(path: &Path, hops: usize) -> (PathBuf, Option<(u64, u64)>) {
     }
 }
 
+/// A path's bytes, without a trailing separator (but the root's): the form
+/// [`is_under`] compares, far cheaper than `Path`'s component walk, on the
+/// every-call path with a hundred locations.
+fn bytes(p: &Path) -> &[u8] {
+    let b = p.as_os_str().as_encoded_bytes();
+    match b {
+        [rest @ .., b'/'] if !rest.is_empty() => rest,
+        _ => b,
+    }
+}
+
+/// Whether `p` is `s` or below it, for absolute, lexically normal paths
+/// (what `Path::starts_with` says of them).
+fn is_under(p: &[u8], s: &[u8]) -> bool {
+    p.starts_with(s) && (p.len() == s.len() || s.last() == Some(&b'/') || p[s.len()] == b'/')
+}
+
+/// Whether `p` is the directory holding `s` (`s.parent() == Some(p)`).
+fn is_parent(p: &[u8], s: &[u8]) -> bool {
+    s.len() > p.len() && is_under(s, p) && {
+        let rest = &s[p.len()..];
+        let rest = rest.strip_prefix(b"/").unwrap_or(rest);
+        !rest.is_empty() && !rest.contains(&b'/')
+    }
+}
+
 /// Why `abs`, opened for `access`, reaches a protected location, if it does.
 fn reaches<'p>(
     abs: &Path,
@@ -468,13 +432,13 @@ fn reaches<'p>(
         .ok()
         .map(|s| (s.dev, s.ino));
     let (real, abs) = (paths::key(&real), paths::key(abs));
-    let (real, abs) = (real.as_ref(), abs.as_ref());
+    let (real, abs) = (bytes(&real), bytes(&abs));
     for item in prot.items.iter().filter(|i| guards.contains(&i.loc.guard)) {
         let loc = &item.loc;
-        let spots = item.spots.iter();
-        let same = |p: &Path| spots.clone().any(|s| s == p);
-        let under = |p: &Path| spots.clone().any(|s| p.starts_with(s));
-        let above = |p: &Path| spots.clone().any(|s| s.starts_with(p) && s != p);
+        let spots = item.spots.iter().map(|s| bytes(s));
+        let same = |p: &[u8]| spots.clone().any(|s| s == p);
+        let under = |p: &[u8]| spots.clone().any(|s| is_under(p, s));
+        let above = |p: &[u8]| spots.clone().any(|s| is_under(s, p) && s != p);
         if loc.refuses(access) {
             if loc.dir {
                 if under(real) || under(abs) || (own.is_some() && own == item.id) {
@@ -492,7 +456,7 @@ fn reaches<'p>(
         if access == Access::Search && loc.secret && (above(real) || above(abs)) {
             return Some((loc, "holds"));
         }
-        let names = |p: &Path| spots.clone().any(|s| s.parent() == Some(p));
+        let names = |p: &[u8]| spots.clone().any(|s| is_parent(p, s));
         if access == Access::List && loc.secret && (names(real) || names(abs)) {
             return Some((loc, "lists"));
         }
@@ -585,6 +549,11 @@ fn guards(cx: &Context<'_, '_>) -> Vec<Guard> {
     g
 }
 
+/// The tools that open another spelling of a file name when the name given
+/// is missing (`resolveReadToolPathFromAbsolute`, tools-*.mjs, probes
+/// `getReadPathVariants`): every spelling is checked.
+const READ_VARIANT_TOOLS: [&str; 1] = ["read"];
+
 /// Decides on `paths` (raw strings as the call names them), each read
 /// `reading` and opened for `access`; an empty list means the tool's own
 /// directory (a path left out, or `""`).
@@ -615,14 +584,50 @@ fn decide_paths<'a>(
     } else {
         raw
     };
+    let variants = READ_VARIANT_TOOLS.contains(&call.tool);
     for r in raw {
-        for abs in absolutes(r, reading, &bases, cx.host) {
+        let mut opened = absolutes(r, reading, &bases, cx.host);
+        if variants {
+            let more: Vec<PathBuf> = opened
+                .iter()
+                .flat_map(|a| paths::read_variants(a))
+                .collect();
+            opened.extend(more);
+        }
+        for abs in opened {
+            if let Some(why) = unreadable(&abs) {
+                let rule = guards[0].rule();
+                return Decision::block(rule, unreadable_reason(rule, call.tool, r, why));
+            }
             if let Some((loc, how)) = reaches(&abs, access, &prot, &guards) {
                 return Decision::block(loc.guard.rule(), reason(call.tool, r, how, loc));
             }
         }
     }
     Decision::pass()
+}
+
+/// Why the guard can't tell what a tool opens for `abs`, if it can't: a
+/// NUL character, which no file name holds (Node refuses such a path, but
+/// OpenClaw drops NULs from some paths before they reach Node, as
+/// `stripNullBytes` in agent-scope-config-*.mjs does, and a path cut or
+/// cleaned there is another path than the one checked); or a Windows
+/// device path that names no drive or share (`paths::win32::unplaced`).
+fn unreadable(abs: &Path) -> Option<&'static str> {
+    if abs.as_os_str().as_encoded_bytes().contains(&0) {
+        return Some("holds a NUL character, which no file name can hold: OpenClaw may drop it or cut the path there, and open another file than the one checked");
+    }
+    if paths::windows() && paths::win32::unplaced(abs) {
+        return Some("names a Windows device the layer can't place on a drive or a share, so it can't tell which file that is");
+    }
+    None
+}
+
+fn unreadable_reason(rule: &str, tool: &str, raw: &str, why: &str) -> String {
+    format!(
+        "{rule}: {tool} refused: the path \"{}\" {why}. Name the file by its plain path.",
+        shown(raw)
+    )
 }
 
 /// Tools that read the files they name (`read`, `memory_get`).
@@ -757,12 +762,41 @@ pub fn browser<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Deci
 /// paths against its workspace. The child's own paths are resolved against
 /// the entry's cwd once it is there (sessions made by other means too).
 pub fn spawn_cwd<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>) -> Option<Decision<'a>> {
-    let raw = named(&["cwd"], call.params);
+    future_cwds(cx, call, named(&["cwd"], call.params))
+}
+
+/// Every param that sets the working directory of a run to come goes
+/// through the same check as a spawn's `cwd` ([`spawn_cwd`]):
+/// `sessions_spawn`'s `cwd`, `suggest_task`'s `cwd` (the session an
+/// accepted suggestion starts), Workboard's `workspace.path` (a dispatched
+/// card's worker runs there, `materializeWorkspace` in runtime-api-*.mjs),
+/// and an automation's `schedule.cwd` and `payload.cwd`.
+pub fn future_cwds<'a>(
+    cx: &Context<'_, 'a>,
+    call: &ToolCall<'a>,
+    raw: Vec<&str>,
+) -> Option<Decision<'a>> {
     if raw.iter().all(|r| paths::js_trim(r).is_empty()) {
         return None;
     }
-    let d = decide_paths(cx, call, raw, Reading::GatewayCwd, Access::Search);
-    (d.is_block() || d.need_session.is_some()).then_some(d)
+    // In or above a secret location: a search of that tree. In a location
+    // no tool may change (a hook folder, OpenClaw's package): what the run
+    // writes by a relative path lands there, and a guard that resolves it
+    // against another directory would let it.
+    for access in [Access::Search, Access::Write] {
+        let d = decide_paths(cx, call, raw.clone(), Reading::GatewayCwd, access);
+        if d.is_block() || d.need_session.is_some() {
+            return Some(d);
+        }
+    }
+    None
+}
+
+/// `suggest_task`: records a follow-up whose session, once the operator
+/// accepts it, runs in `cwd` (`createTaskSuggestionTools`,
+/// openclaw-tools-*.mjs).
+pub fn suggest_task<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decision<'a> {
+    future_cwds(cx, call, named(&["cwd"], call.params)).unwrap_or_else(Decision::pass)
 }
 
 /// A shell or a program, under `protectMap: "strict"`: refused to agents not
@@ -772,24 +806,6 @@ pub fn exec<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decisio
         return Decision::pass();
     }
     Decision::block(RULE_ID, exec_reason(call.tool, call.agent_id))
-}
-
-/// `automations` (OpenClaw's cron, `cron-tool-*.mjs`) under `protectMap:
-/// "strict"`: a job that keeps a command running (`schedule.kind:
-/// "stream"`) or runs a script (`payload.kind: "script"`) on the host is a
-/// shell by another name.
-pub fn automations<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
-    let kind = |obj: &str| {
-        call.params
-            .get("job")
-            .and_then(|j| j.get(obj))
-            .and_then(|o| o.get("kind"))
-            .and_then(Value::as_str)
-    };
-    if kind("schedule") == Some("stream") || kind("payload") == Some("script") {
-        return exec(cx, call, route);
-    }
-    Decision::pass()
 }
 
 /// `sessions_spawn` with `runtime: "acp"` under `protectMap: "strict"`: an
@@ -862,3 +878,31 @@ fn reason(tool: &str, raw: &str, how: &str, loc: &Location) -> String {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod byte_paths {
+    use super::*;
+
+    /// The byte comparisons say what `Path` says of normal absolute paths.
+    #[test]
+    fn byte_comparisons_agree_with_path() {
+        let ps = ["/", "/a", "/a/b", "/a/bc", "/ab", "/a/b/c", "/C:/x", "/C:"];
+        for p in ps {
+            for s in ps {
+                let (pp, sp) = (Path::new(p), Path::new(s));
+                assert_eq!(
+                    is_under(bytes(pp), bytes(sp)),
+                    pp.starts_with(sp),
+                    "{p} under {s}"
+                );
+                assert_eq!(
+                    is_parent(bytes(pp), bytes(sp)),
+                    sp.parent() == Some(pp),
+                    "{p} parent of {s}"
+                );
+            }
+        }
+        assert_eq!(bytes(Path::new("/a/b/")), b"/a/b");
+        assert_eq!(bytes(Path::new("/")), b"/");
+    }
+}

@@ -60,9 +60,18 @@ pub const TOOLS: [&str; 13] = [
     BOARDS_TOOL,
 ];
 
-/// The top-level params this rule reads, and those rule `cross-user-send`
-/// reads on the same tools (who work is assigned to).
-pub const READS: &[&str] = &["boardId", "children", "id", "agentId", "orchestration"];
+/// The top-level params this rule reads, those rule `cross-user-send`
+/// reads on the same tools (who work is assigned to), and the workspaces
+/// `map-access` reads (where the work runs).
+pub const READS: &[&str] = &[
+    "boardId",
+    "children",
+    "id",
+    "agentId",
+    "orchestration",
+    "workspace",
+    "defaultWorkspace",
+];
 
 /// The card tools that assign work to an agent by card id alone, outside
 /// this rule's board scoping (`workboard_reassign {id, agentId}`).
@@ -97,6 +106,30 @@ pub fn assignees<'p>(tool: &str, params: &'p Params) -> Vec<&'p str> {
         )
         .into_iter()
         .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The directories a Workboard call sets for the runs of its cards
+/// (`extensions/workboard/index.js` schemas; a dispatched card's worker runs
+/// in its workspace, `materializeWorkspace`, runtime-api-*.mjs):
+/// `workspace.path` of `workboard_create` and `_specify`, each
+/// `children[].workspace.path` of `workboard_decompose`, and
+/// `defaultWorkspace.path` of `workboard_board_create`.
+pub fn workspaces<'p>(tool: &str, params: &'p Params) -> Vec<&'p str> {
+    let path = |w: Option<&'p Value>| w.and_then(|w| w.get("path")).and_then(Value::as_str);
+    match tool {
+        "workboard_create" | "workboard_specify" => {
+            path(params.get("workspace")).into_iter().collect()
+        }
+        DECOMPOSE_TOOL => match params.get("children") {
+            Some(Value::Array(children)) => children
+                .iter()
+                .filter_map(|c| path(c.get("workspace")))
+                .collect(),
+            _ => Vec::new(),
+        },
+        BOARD_CREATE_TOOL => path(params.get("defaultWorkspace")).into_iter().collect(),
         _ => Vec::new(),
     }
 }

@@ -27,7 +27,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::rules::map_access::{Guard, Location};
+use crate::protected::{Guard, Location};
 
 mod host;
 mod probe;
@@ -203,6 +203,9 @@ pub struct Inputs {
     /// `PATH`), so a write there is a delayed escape.
     pub run_later: Vec<(PathBuf, &'static str)>,
     pub network: Network,
+    /// OpenClaw imports hooks from a workspace's `hooks/` (a hook entry is
+    /// enabled): a writable mount's is masked too.
+    pub workspace_hooks: bool,
 }
 
 /// Credential stores of a home directory, shown empty: the gateway's user's
@@ -937,6 +940,7 @@ pub fn inputs_in(
         protected,
         run_later,
         network: opts.network,
+        workspace_hooks: false,
     }
 }
 
@@ -963,6 +967,8 @@ pub struct Context {
     pub protected: Vec<Location>,
     /// Every agent's workspace, as OpenClaw's config gives them.
     pub workspaces: Vec<PathBuf>,
+    /// OpenClaw imports a workspace's `hooks/` (a hook entry is enabled).
+    pub workspace_hooks: bool,
     pub env: GatewayEnv,
     /// Whether a value holds a token of the map in force.
     pub holds_token: Box<dyn Fn(&str) -> bool + Send + Sync>,
@@ -970,13 +976,16 @@ pub struct Context {
 
 impl Context {
     fn inputs(&self, host: &dyn HostView) -> Inputs {
-        inputs_in(
-            self.protected.clone(),
-            &self.workspaces,
-            &self.opts,
-            &self.env,
-            host,
-        )
+        Inputs {
+            workspace_hooks: self.workspace_hooks,
+            ..inputs_in(
+                self.protected.clone(),
+                &self.workspaces,
+                &self.opts,
+                &self.env,
+                host,
+            )
+        }
     }
 
     /// Whether the sandbox can run here: [`probe_cached`].
@@ -1138,12 +1147,16 @@ pub fn spawn_for(
     let command = command(host, &run, &env_path)?;
     let mounts = req.session.openclaw().mounts(&req.session.workdir);
     // Whatever OpenClaw's config says of workspaces, this session's writable
-    // ones hold a plugin folder too: read-only, as the layer keeps it.
+    // ones hold a plugin folder (and a hook folder, where OpenClaw imports
+    // those) too: read-only, as the layer keeps them.
     let mut inputs = inputs.clone();
     for m in mounts.iter().filter(|m| m.writable) {
         inputs
             .protected
-            .push(crate::rules::layer_controls::workspace_plugins(&m.host));
+            .extend(crate::protected::workspace_locations(
+                &m.host,
+                inputs.workspace_hooks,
+            ));
     }
     let inputs = &inputs;
     let workdir = req.workdir.as_deref().unwrap_or(&req.session.workdir);

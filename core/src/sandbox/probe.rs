@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use parking_lot::Mutex;
 
 use super::{plan, refuse, HostView, Inputs, Kind, Refusal, SandboxOptions};
-use crate::rules::map_access::Guard;
+use crate::protected::Guard;
 
 /// The outcome of a probe.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,8 +9,7 @@ use std::path::{Path, PathBuf};
 use super::host::{aliases_in, parse_mountinfo};
 use super::probe::{classify, key};
 use super::*;
-use crate::rules::layer_controls::{self, OpenClawFiles};
-use crate::rules::map_access::map_locations;
+use crate::protected::{self, map_locations, OpenClawFiles};
 
 #[derive(Clone)]
 enum Node {
@@ -154,14 +153,13 @@ fn protected(host: &Fake, map: &str, files: &OpenClawFiles) -> Vec<Location> {
     // OpenClaw's state dir is then /home/u/.openclaw (the options tests set
     // HOME the same; no other variable is touched, tests run in parallel).
     std::env::set_var("HOME", "/home/u");
-    let mut out = map_locations(Path::new(map));
+    let mut out = protected::locations(Path::new(map), files);
     // map_locations resolves symlinks on the real host; do it on this one.
     if let Some(real) = host.real(Path::new(map)) {
         if real != Path::new(map) {
             out.extend(map_locations(&real));
         }
     }
-    out.extend(layer_controls::locations(files));
     out
 }
 
@@ -185,6 +183,7 @@ fn inputs_for(host: &Fake, files: &OpenClawFiles) -> Inputs {
             ),
         ],
         network: Network::None,
+        workspace_hooks: false,
     }
 }
 
@@ -492,7 +491,7 @@ fn openclaws_config_file_can_not_be_opened() {
     let mut host = Fake::new();
     host.file("/etc/openclaw/openclaw.json");
     let mut inputs = inputs_for(&host, &OpenClawFiles::default());
-    // As layer_controls::locations has it with OPENCLAW_CONFIG_PATH set.
+    // As protected::locations has it with OPENCLAW_CONFIG_PATH set.
     inputs.protected.push(Location {
         guard: Guard::Layer,
         what: "OpenClaw's config file",

@@ -8,6 +8,7 @@ use serde_json::json;
 
 use super::*;
 use crate::options::Options;
+use crate::protected::map_locations;
 use crate::rules::{MapView, Verdict};
 use crate::sessions::{Host, Known, SessionEntry};
 use crate::token_map::TokenMap;
@@ -750,6 +751,22 @@ fn on_windows_every_spelling_of_the_map_is_refused() {
         r"\\.\C:\Users\me\.config\micelclaw\agent-tokens.json",
         r"\\localhost\c$\Users\me\.config\micelclaw\agent-tokens.json",
         r"\\?\UNC\127.0.0.1\C$\Users\me\.config\micelclaw\agent-tokens.json",
+        // The NT object namespace's ways back to drive C:.
+        r"\\?\GLOBALROOT\??\C:\Users\me\.config\micelclaw\agent-tokens.json",
+        r"\\?\GLOBALROOT\DosDevices\C:\Users\me\.config\micelclaw\agent-tokens.json",
+        r"\\.\GLOBAL??\C:\Users\me\.config\micelclaw\agent-tokens.json",
+        r"\\?\Global\c:\Users\me\.config\micelclaw\agent-tokens.json",
+        r"\\?\GLOBALROOT\Device\Mup\localhost\C$\Users\me\.config\micelclaw\agent-tokens.json",
+        // Every spelling of a loopback host.
+        r"\\localhost.\C$\Users\me\.config\micelclaw\agent-tokens.json",
+        r"\\127.1\C$\Users\me\.config\micelclaw\agent-tokens.json",
+        r"\\127.0.1\C$\Users\me\.config\micelclaw\agent-tokens.json",
+        r"\\127.9.8.7\C$\Users\me\.config\micelclaw\agent-tokens.json",
+        r"\\2130706433\C$\Users\me\.config\micelclaw\agent-tokens.json",
+        r"\\0x7f.1\C$\Users\me\.config\micelclaw\agent-tokens.json",
+        r"\\0177.0.0.1\C$\Users\me\.config\micelclaw\agent-tokens.json",
+        r"\\0--1.ipv6-literal.net\C$\Users\me\.config\micelclaw\agent-tokens.json",
+        r"\\[::1]\C$\Users\me\.config\micelclaw\agent-tokens.json",
     ] {
         let r = f.check("read", json!({ "path": path }));
         let r = r.unwrap_or_else(|| panic!("{path} passed"));
@@ -785,6 +802,23 @@ fn on_windows_every_spelling_of_the_map_is_refused() {
 }
 
 #[test]
+fn on_windows_a_device_path_on_no_drive_is_refused() {
+    let f = windows_fixture();
+    for path in [
+        r"\\?\Volume{0b1c2d3e-0000-0000-0000-100000000000}\Users\me\.config\micelclaw\agent-tokens.json",
+        r"\\?\GLOBALROOT\Device\HarddiskVolume3\Users\me\.config\micelclaw\agent-tokens.json",
+        r"\\.\GLOBALROOT\Device\HarddiskVolumeShadowCopy1\Users\me\.config\micelclaw\agent-tokens.json",
+    ] {
+        for tool in ["read", "write"] {
+            let r = f.check(tool, json!({ "path": path, "content": "x" }));
+            let r = r.unwrap_or_else(|| panic!("{tool} {path} passed"));
+            assert!(r.contains("names a Windows device"), "{r}");
+        }
+    }
+    crate::paths::test_windows::set(false);
+}
+
+#[test]
 fn on_windows_other_files_pass() {
     let f = windows_fixture();
     for (tool, p) in [
@@ -807,4 +841,202 @@ fn on_windows_other_files_pass() {
         assert_eq!(f.check(tool, p.clone()), None, "{tool} {p}");
     }
     crate::paths::test_windows::set(false);
+}
+
+#[test]
+fn a_path_with_a_nul_in_it_is_refused() {
+    let f = fixture("nul");
+    let abs = f.map.display().to_string();
+    let tail = abs.trim_start_matches('/');
+    for (tool, p) in [
+        ("read", json!({"path": format!("{abs}\u{0}")})),
+        ("read", json!({"path": format!("{abs}\u{0}.txt")})),
+        (
+            "write",
+            json!({"path": abs.replace("agent-tokens", "agent\u{0}-tokens"), "content": "{}"}),
+        ),
+        ("read", json!({"path": format!("file:///{tail}%00")})),
+        ("read", json!({"path": "notes\u{0}.md"})),
+        ("view_image", json!({"path": format!("{abs}\u{0}")})),
+        (
+            "sessions_spawn",
+            json!({"task": "t", "cwd": format!("{}\u{0}", f.map.parent().unwrap().display())}),
+        ),
+    ] {
+        let r = f
+            .check(tool, p.clone())
+            .unwrap_or_else(|| panic!("{tool} {p} passed"));
+        assert!(r.starts_with("map-access: ") && r.contains("NUL"), "{r}");
+        assert!(!r.contains('\0'), "the reason echoes the NUL: {r:?}");
+    }
+    // With the map guard off, layer-controls refuses it.
+    let d = f.decide_with(
+        f.in_ws(),
+        &Known::default(),
+        None,
+        "read",
+        json!({"path": "a\u{0}b"}),
+        &[],
+        json!({"protectMap": "off"}),
+    );
+    assert!(blocked(d).is_some_and(|r| r.starts_with("layer-controls: ")));
+}
+
+#[test]
+fn the_read_tools_other_spellings_of_a_file_name_are_refused() {
+    // OpenClaw's read opens another spelling of a missing name (Unicode
+    // spaces, quotes, NFC/NFD): a secret file named with any of them (here
+    // OpenClaw's config, in a directory that is not itself protected) is
+    // reached through the others.
+    let mut f = fixture("variants");
+    f.config = f
+        .config
+        .with_file_name("paco\u{2019}s caf\u{e9} config.json");
+    std::fs::write(&f.config, "{}").unwrap();
+    let dir = f.config.parent().unwrap().display().to_string();
+    for name in [
+        "paco's caf\u{e9} config.json",
+        "paco\u{2018}s caf\u{e9} config.json",
+        "paco\u{2019}s cafe\u{301} config.json",
+        "paco\u{2019}s\u{a0}caf\u{e9}\u{3000}config.json",
+        "paco's\u{2009}cafe\u{301} config.json",
+    ] {
+        let path = format!("{dir}/{name}");
+        let r = f.check("read", json!({ "path": path }));
+        assert!(
+            r.is_some_and(|r| r.starts_with("layer-controls: read refused")),
+            "{name:?} passed"
+        );
+        // Only the read tool probes other spellings: a write makes the name given.
+        assert_eq!(
+            f.check("write", json!({ "path": path, "content": "x" })),
+            None
+        );
+    }
+    assert_eq!(
+        f.check(
+            "read",
+            json!({ "path": format!("{dir}/paco's notes.json") })
+        ),
+        None
+    );
+}
+
+#[test]
+fn every_param_that_sets_a_future_runs_cwd_is_checked_as_a_spawns_cwd() {
+    let f = fixture("future-cwd");
+    let map_dir = f.map.parent().unwrap().display().to_string();
+    let above = f.home.display().to_string();
+    for cwd in [&map_dir, &above] {
+        for (tool, p) in [
+            ("sessions_spawn", json!({"task": "t", "cwd": cwd})),
+            (
+                "suggest_task",
+                json!({"title": "t", "prompt": "p", "tldr": "t", "cwd": cwd}),
+            ),
+            (
+                "workboard_create",
+                json!({"title": "t", "workspace": {"kind": "dir", "path": cwd}}),
+            ),
+            (
+                "workboard_specify",
+                json!({"id": "c", "workspace": {"kind": "worktree", "path": cwd}}),
+            ),
+            (
+                "workboard_decompose",
+                json!({"id": "c", "children": [{"title": "a"}, {"title": "b", "workspace": {"kind": "dir", "path": cwd}}]}),
+            ),
+            (
+                "workboard_board_create",
+                json!({"id": "b", "defaultWorkspace": {"kind": "dir", "path": cwd}}),
+            ),
+        ] {
+            let r = f
+                .check(tool, p.clone())
+                .unwrap_or_else(|| panic!("{tool} {p} passed"));
+            assert!(r.starts_with("map-access: "), "{r}");
+        }
+    }
+    // A cwd in a location no tool may change (the plugin's files here; a
+    // hook folder, OpenClaw's package): the run's relative writes land there.
+    let code = f.plugin.display().to_string();
+    for (tool, p) in [
+        ("sessions_spawn", json!({"task": "t", "cwd": code})),
+        (
+            "workboard_create",
+            json!({"title": "t", "workspace": {"kind": "dir", "path": code}}),
+        ),
+    ] {
+        let r = f
+            .check(tool, p.clone())
+            .unwrap_or_else(|| panic!("{tool} {p} passed"));
+        assert!(r.starts_with("layer-controls: "), "{r}");
+    }
+    // With layer-controls off (so a stream job is not refused as such), an
+    // automation's cwd is still checked.
+    for p in [
+        json!({"action": "add", "kind": "stream", "command": ["sh"], "cwd": map_dir}),
+        json!({"action": "add", "job": {"payload": {"kind": "command", "argv": ["sh"], "cwd": above}}}),
+    ] {
+        let d = f.decide_with(
+            f.in_ws(),
+            &Known::default(),
+            None,
+            "automations",
+            p.clone(),
+            &[],
+            json!({"rules": {"layerControls": {"enabled": false}}}),
+        );
+        assert!(
+            blocked(d).is_some_and(|r| r.starts_with("map-access: ")),
+            "{p}"
+        );
+    }
+    // Beside the map: runs.
+    let beside = f.ws.display().to_string();
+    for (tool, p) in [
+        (
+            "suggest_task",
+            json!({"title": "t", "prompt": "p", "tldr": "t", "cwd": beside}),
+        ),
+        (
+            "workboard_create",
+            json!({"title": "t", "workspace": {"kind": "dir", "path": beside}}),
+        ),
+    ] {
+        assert_eq!(f.check(tool, p.clone()), None, "{tool} {p}");
+    }
+}
+
+#[test]
+fn an_automation_that_runs_a_host_process_is_refused_to_every_agent() {
+    let f = fixture("automations");
+    let sandboxed = AgentFs {
+        sandboxed: true,
+        ..f.in_ws()
+    };
+    for p in [
+        json!({"action": "add", "job": {"schedule": {"kind": "stream", "command": ["sh"]}, "payload": {"kind": "agentTurn", "message": "m"}}}),
+        json!({"action": "add", "kind": "stream", "command": ["cat", "/x"], "message": "m"}),
+        json!({"action": "add", "job": {}, "command": "sleep 1", "message": "m"}),
+        json!({"action": "add", "job": {"schedule": {"kind": "On-Exit", "command": "x"}, "message": "m"}}),
+        json!({"action": "add", "job": {"data": {"payload": {"kind": "command", "argv": ["sh"]}}}}),
+        json!({"action": "add", "job": {"script": "x", "everyMs": 1000}}),
+        json!({"action": "add", "job": {"trigger": {"script": "x"}, "everyMs": 1000, "message": "m"}}),
+        json!({"action": "update", "jobId": "j", "job": {"payload": {"argv": ["sh"]}}}),
+    ] {
+        for agent in [f.in_ws(), sandboxed.clone()] {
+            let d = f.decide(agent, &Known::default(), None, "automations", p.clone());
+            let r = blocked(d).unwrap_or_else(|| panic!("{p} passed"));
+            assert!(r.starts_with("layer-controls: automations "), "{r}");
+            assert!(r.contains("openclaw cron add"), "{r}");
+        }
+    }
+    for p in [
+        json!({"action": "add", "job": {"schedule": {"kind": "every", "everyMs": 60000}, "payload": {"kind": "agentTurn", "message": "m"}}}),
+        json!({"action": "add", "message": "m", "everyMs": 1000}),
+        json!({"action": "run", "jobId": "j"}),
+    ] {
+        assert_eq!(f.check("automations", p.clone()), None, "{p}");
+    }
 }
