@@ -7,6 +7,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 import plugin, { IdentityLayer, stats } from './helpers/subject.mjs';
 import { buildInfo, entryFile, entryUrl } from './helpers/subject.mjs';
+import { contained, deepMerge } from './helpers/posture.mjs';
 import { captureLogger, randomToken, recordEmitted, tempDir, tick, waitFor, writeMap, writeMapAtomic } from './helpers/support.mjs';
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
@@ -63,6 +64,7 @@ test('every option in the configSchema is one the layer accepts, and no other', 
     protectMap: 'strict',
     rules: {},
     sandbox: { network: 'host', bwrap: '/usr/bin/bwrap', hide: ['/srv/secrets'] },
+    posture: 'warn',
   };
   assert.deepEqual(props, Object.keys(samples).sort());
   const layer = new IdentityLayer({ ...samples, logger: captureLogger().logger });
@@ -179,6 +181,8 @@ test('once the policy has run, the hook costs no decision: the counters count ea
 // ---- the watcher as an OpenClaw service ----
 
 const CONFIG_PREFIX = 'plugins.entries.claw-identity.config';
+/** The config the posture reads, whose hot reload must judge it again (core/src/posture.rs). */
+const POSTURE_CONFIG = ['agents.defaults', 'agents.entries', 'agents.list', 'tools', 'session.scope', 'acp', 'cron', 'hooks'];
 
 /** A fake api that also takes services and reload policies, as a gateway's does. */
 function gatewayApi(config) {
@@ -190,12 +194,18 @@ function gatewayApi(config) {
   return f;
 }
 
-/** What OpenClaw hands a service: the committed config, and a health reporter we can read. */
-function serviceCtx(pluginConfig) {
+/**
+ * What OpenClaw hands a service: the committed config, and a health reporter
+ * we can read. The config contains its agents on the host (helpers/posture.mjs),
+ * so the layer serves tokens under posture "enforce"; `openclaw` is merged
+ * over it (an exposed agent, for the posture's own tests).
+ */
+function serviceCtx(pluginConfig, openclaw = {}) {
   const health = { failures: [], clears: 0 };
   health.reportFailure = (e) => health.failures.push(String(e?.message ?? e));
   health.clearFailure = () => (health.clears += 1);
-  return { ctx: { config: { plugins: { entries: { 'claw-identity': { config: pluginConfig } } } }, serviceHealth: health }, health };
+  const config = deepMerge(contained({ plugins: { entries: { 'claw-identity': { config: pluginConfig } } } }), openclaw);
+  return { ctx: { config, serviceHealth: health }, health };
 }
 
 const call = (api, agentId) => api.policies[0].evaluate({ toolName: 'claw-os__claw_notes', params: {} }, { agentId })?.params?.auth_token;
@@ -208,7 +218,8 @@ test('in a gateway the watcher is a service: stopped and started by OpenClaw, wi
   assert.equal(api.services.length, 1);
   const [service] = api.services;
   assert.equal(service.id, 'claw-identity');
-  assert.deepEqual(service.reload, { configPrefixes: [CONFIG_PREFIX] });
+  // The plugin's options, and the config the posture is judged from.
+  assert.deepEqual(service.reload, { configPrefixes: [CONFIG_PREFIX, ...POSTURE_CONFIG] });
   assert.deepEqual(api.reloads, [{ hotPrefixes: [CONFIG_PREFIX] }]);
 
   const { ctx } = serviceCtx({ tokenMapPath: file });
