@@ -304,6 +304,16 @@ impl Layer {
         self.set_posture(posture);
     }
 
+    /// Says that nobody judged the posture: a layer made without OpenClaw's
+    /// config (the JS API used on its own) serves tokens as configured. A
+    /// layer starts unjudged, so [`Layer::set_posture`] never sees that as a
+    /// change: whoever makes a layer without a config says it, once.
+    pub fn say_unjudged(&self) {
+        self.shared.log.warn(format_args!(
+            "posture: no OpenClaw config was given, so nobody judged whether the agents' own tools can reach the token map; tokens are served as configured"
+        ));
+    }
+
     /// Puts `posture` in force, and says so in the log when it changed: at
     /// start, and at each config reload that changes it. Under `"enforce"`
     /// an exposed agent is an error (no token is served), under `"warn"` a
@@ -322,9 +332,7 @@ impl Layer {
         let exposed = p.describe_exposed();
         let log = &self.shared.log;
         match (p.judged(), exposed.is_empty(), p.mode) {
-            (false, _, _) => log.warn(format_args!(
-                "posture: no OpenClaw config was given, so nobody judged whether the agents' own tools can reach the token map; tokens are served as configured"
-            )),
+            (false, _, _) => self.say_unjudged(),
             (true, true, _) => log.info(format_args!(
                 "posture: every agent is contained ({}); tokens are served",
                 p.agents
