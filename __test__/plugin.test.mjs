@@ -434,10 +434,19 @@ test('under posture "enforce", an exposed agent makes every owned call refused w
   assert.ok(net.blockReason.startsWith('posture: '), net.blockReason);
   // A tool that carries no token is not the posture's to refuse.
   assert.equal(api.policies[0].evaluate({ toolName: 'web_search', params: { query: 'q' } }, { agentId: FRANCIS }), undefined);
-  await waitFor(() => log.has(/posture: serving NO token: 2 agents can reach the token map or OpenClaw's config with their own tools, and posture is "enforce"\. paco--francis: /), {
-    what: 'the error line at start',
-  });
-  assert.ok(log.lines.some((l) => l.level === 'error' && l.line.startsWith('[claw-identity] posture: serving NO token')), log.text());
+  await waitFor(
+    () =>
+      log.has(
+        /posture: serving NO token: 2 agents can reach the token map or OpenClaw's config with their own tools, and posture is "enforce"\. paco--francis: /,
+      ),
+    {
+      what: 'the error line at start',
+    },
+  );
+  assert.ok(
+    log.lines.some((l) => l.level === 'error' && l.line.startsWith('[claw-identity] posture: serving NO token')),
+    log.text(),
+  );
 });
 
 test('under posture "warn" the same exposed agent gets its token, and the log warns what is exposed', async () => {
@@ -447,7 +456,10 @@ test('under posture "warn" the same exposed agent gets its token, and the log wa
   plugin.register(api);
   assert.equal(owned(api).params?.auth_token, t);
   await waitFor(() => log.has(/posture "warn": serving tokens although 2 agents can reach the token map or OpenClaw's config/), { what: 'the warning' });
-  assert.ok(log.lines.some((l) => l.level === 'warn' && /posture "warn": serving tokens although .*paco--francis: its file tools are not confined/.test(l.line)), log.text());
+  assert.ok(
+    log.lines.some((l) => l.level === 'warn' && /posture "warn": serving tokens although .*paco--francis: its file tools are not confined/.test(l.line)),
+    log.text(),
+  );
 });
 
 test('with a contained config (host or the plugin sandbox) the agent gets its token, and the log says every agent is contained', async () => {
@@ -460,9 +472,12 @@ test('with a contained config (host or the plugin sandbox) the agent gets its to
     const { api, log } = judgedApi({ tokenMapPath: file }, containedConfig(kind));
     plugin.register(api);
     assert.equal(owned(api).params?.auth_token, t, kind);
-    await waitFor(() => log.has(new RegExp(`posture: every agent is contained \\(${FRANCIS}: ${how}, the agents the roster doesn't list: ${how}\\); tokens are served`)), {
-      what: `the contained line (${kind})`,
-    });
+    await waitFor(
+      () => log.has(new RegExp(`posture: every agent is contained \\(${FRANCIS}: ${how}, the agents the roster doesn't list: ${how}\\); tokens are served`)),
+      {
+        what: `the contained line (${kind})`,
+      },
+    );
   }
 });
 
@@ -681,9 +696,15 @@ test("without OpenClaw's sandbox resolver (the SDK did not load), now() throws, 
   const { api, log } = judgedApi({ tokenMapPath: file }, openclaw);
   api.runtime = sessionRuntime(openclaw);
   p.register(api);
-  await waitFor(() => log.has(/OpenClaw's sandbox SDK did not load \(Cannot find package openclaw\): calls that reach the host from a contained agent are refused until it does/), {
-    what: 'the warning',
-  });
+  await waitFor(
+    () =>
+      log.has(
+        /OpenClaw's sandbox SDK did not load \(Cannot find package openclaw\): calls that reach the host from a contained agent are refused until it does/,
+      ),
+    {
+      what: 'the warning',
+    },
+  );
   const d = api.policies[0].evaluate({ toolName: 'exec', params: { command: 'ls' } }, { agentId: FRANCIS, sessionKey: `agent:${FRANCIS}:main` });
   assert.equal(d?.block, true);
   assert.equal(
@@ -691,7 +712,10 @@ test("without OpenClaw's sandbox resolver (the SDK did not load), now() throws, 
     "posture: exec refused: OpenClaw could not say whether this chat runs in the sandbox (OpenClaw's sandbox resolver (openclaw/plugin-sdk/sandbox) is not loaded), where it would reach the token map and OpenClaw's config. Do not retry; the operator can restore this chat's containment.",
   );
   // A tool that reaches nothing of the host is not refused for it.
-  assert.equal(api.policies[0].evaluate({ toolName: 'web_search', params: { query: 'q' } }, { agentId: FRANCIS, sessionKey: `agent:${FRANCIS}:main` }), undefined);
+  assert.equal(
+    api.policies[0].evaluate({ toolName: 'web_search', params: { query: 'q' } }, { agentId: FRANCIS, sessionKey: `agent:${FRANCIS}:main` }),
+    undefined,
+  );
 });
 
 test('the JS API without openclawConfig is unjudged: tokens are served, stats say so, and the log says once that nobody judged the posture', async () => {
