@@ -437,7 +437,7 @@ test('under posture "enforce", an exposed agent makes every owned call refused w
   await waitFor(
     () =>
       log.has(
-        /posture: serving NO token: 2 agents can reach the token map or OpenClaw's config with their own tools, and posture is "enforce"\. paco--francis: /,
+        /posture: serving NO token, since 2 agents can reach the token map or OpenClaw's config with their own tools, and posture is "enforce"\. paco--francis: /,
       ),
     {
       what: 'the error line at start',

@@ -349,8 +349,10 @@ impl Layer {
                     .collect::<Vec<_>>()
                     .join(", ")
             )),
+            // Not "NO token: 4 agents": OpenClaw's log redaction takes a
+            // value after "token:" for a secret, and the count is lost.
             (true, false, Mode::Enforce) => log.error(format_args!(
-                "posture: serving NO token: {} agent{} can reach the token map or OpenClaw's config with {} own tools, and posture is \"enforce\". {}",
+                "posture: serving NO token, since {} agent{} can reach the token map or OpenClaw's config with {} own tools, and posture is \"enforce\". {}",
                 exposed.len(),
                 if exposed.len() == 1 { "" } else { "s" },
                 if exposed.len() == 1 { "its" } else { "their" },
