@@ -150,7 +150,7 @@ impl Posture {
         agent
             .and_then(|a| self.agent(a))
             .or_else(|| self.agent(UNLISTED))
-            .or_else(|| match self.agents.as_deref() {
+            .or(match self.agents.as_deref() {
                 Some([only]) => Some(only),
                 _ => None,
             })

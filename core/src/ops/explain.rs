@@ -438,11 +438,17 @@ mod tests {
 
     #[test]
     fn with_a_config_whose_agents_are_not_contained_explain_shows_the_refusal_the_model_gets() {
-        let (m, c) = setup("posture", "{ agents: { entries: { 'paco--francis': {} } } }");
+        let (m, c) = setup(
+            "posture",
+            "{ agents: { entries: { 'paco--francis': {} } } }",
+        );
         let e = explain(&m, Some(&c), "paco--francis", "claw-os__claw_notes");
         assert_eq!((e.decision, e.rule), ("block", Some("posture")));
         let reason = e.reason.unwrap();
-        assert!(reason.starts_with("posture: claw-identity serves no token"), "{reason}");
+        assert!(
+            reason.starts_with("posture: claw-identity serves no token"),
+            "{reason}"
+        );
         assert!(reason.contains("paco--francis: "), "{reason}");
         assert!(!reason.contains(&T1[..16]), "{reason}");
     }
