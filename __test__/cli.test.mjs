@@ -504,11 +504,15 @@ function assertSameAsHook(layer, cfg, tokens, { agent, tool, params, sessionKey 
 
 test("explain takes the hook's decision: same verdict, same token (by fingerprint), same block reason", () => {
   // The same OpenClaw config for both: agents contained on the host, or
-  // exposed (no containment at all) under posture "enforce" and "warn".
+  // exposed (no containment at all) under posture "enforce" and "warn". The
+  // fix a refusal names is the plugin's sandbox where it runs here, which
+  // the WebAssembly build (a run of this suite) never does, while the
+  // command runs the native one: with no bwrap, both name the host's.
+  const nowhere = { sandbox: { bwrap: '/nonexistent/bwrap' } };
   const openclaws = {
     contained: { config: {}, openclaw: CONTAINED_HOST },
-    exposed: { config: {}, openclaw: {} },
-    'exposed, warn': { config: { posture: 'warn' }, openclaw: {} },
+    exposed: { config: nowhere, openclaw: {} },
+    'exposed, warn': { config: { posture: 'warn', ...nowhere }, openclaw: {} },
   };
   const decisions = new Set();
   for (const onMissingToken of ['pass', 'block']) {
