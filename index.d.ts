@@ -98,7 +98,9 @@ export interface IdentityOptions {
   /**
    * OpenClaw's config (`api.config`; the plugin passes it): each agent's
    * workspace and sandbox, which `map-access` needs to resolve relative paths
-   * (the hook's ctx carries neither).
+   * (the hook's ctx carries neither), and what the posture is judged from.
+   * Without it the posture is not judged: tokens are served, and the log says
+   * so once.
    */
   openclawConfig?: Record<string, unknown>;
   /**
@@ -135,6 +137,27 @@ export interface SessionStore {
   entryOf?(agentId: string, sessionKey: string): { spawnedBy?: string; spawnedCwd?: string; spawnedWorkspaceDir?: string } | undefined;
   /** Without `entryOf`: the key of the session that spawned this sub-agent session (its entry's `spawnedBy`), if any. */
   spawnerOf?(agentId: string, sessionKey: string): string | undefined;
+  /**
+   * What OpenClaw says of a chat now, for the posture's per-chat check: whether
+   * it runs in the sandbox (OpenClaw's `resolveSandboxRuntimeStatus`, which reads
+   * the chat's own override), and the chat's exec and permission overrides. Read
+   * at every call of a contained agent's tool that could reach the host; a throw
+   * (or no `sandboxed` boolean) refuses that call. Without `now`, no per-chat
+   * override is known.
+   */
+  now?(agentId: string, sessionKey: string): SessionNow;
+}
+
+/** A chat's state as {@link SessionStore.now} reports it. */
+export interface SessionNow {
+  sandboxed: boolean;
+  /** `/exec host=`: `"gateway"` or `"node"` take exec out of the sandbox. */
+  execHost?: string;
+  execNode?: string;
+  /** `/elevated`: anything but `"off"` lets exec run elevated, out of the sandbox. */
+  elevatedLevel?: string;
+  /** `"full"` lifts `tools.fs.workspaceOnly` for the chat. */
+  permissionMode?: string;
 }
 
 /** `rules` (docs/rules.md). Unknown keys are an error. */

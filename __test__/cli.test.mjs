@@ -9,6 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { IdentityLayer } from './helpers/subject.mjs';
+import { CONTAINED_HOST } from './helpers/posture.mjs';
 import { assertNoTokenIn, assertSameToken, fingerprint, randomToken, recordEmitted, spawnNodeSync, tempDir, writeMap } from './helpers/support.mjs';
 
 const BIN = fileURLToPath(new URL('../bin/claw-identity.js', import.meta.url));
@@ -54,13 +55,14 @@ const gateOk = (fileMode = '0600', dirMode = '0700') =>
   `ok    map file: passes the permission gate (mode ${fileMode}, owner uid ${UID}; directory mode ${dirMode})\n`;
 const ONE_PROBLEM = '1 problem stops token injection; fix it and run doctor again\n';
 /**
- * Doctor's finding for an agent with a shell on the host (no sandbox
- * configured): bubblewrap works here (CI installs it), so the fix it names
- * first is claw-identity's own sandbox.
+ * The config that contains every agent on the host (helpers/posture.mjs), as
+ * keys to put in a JSON5 config: tests of something else than the posture
+ * run under it, since under posture "enforce" (the default) doctor fails and
+ * explain refuses every owned call while an agent is exposed.
  */
-const exposure = (agent, map) =>
-  `warn  map exposure: agent "${agent}" has exec, process and it runs on the host without OpenClaw's sandbox (agents.defaults.sandbox.mode is "off"): a shell can read the token map ${map} (cat, base64, a script), which no path check or redaction can stop\n` +
-  `      fix: openclaw config set agents.entries.${agent}.sandbox '{"mode":"all","backend":"claw-identity"}' --strict-json (bubblewrap works here: every command then sees the host read-only, without the map, OpenClaw's config or the gateway); or openclaw config set agents.entries.${agent}.sandbox.mode all (and no sandbox bind over ${path.dirname(map)}); or take the shell away: add "group:runtime" to agents.entries.${agent}.tools.deny; or protectMap: "strict" in the plugin's config, which blocks exec and process for agents outside the sandbox\n`;
+const CONTAIN = JSON.stringify(CONTAINED_HOST).slice(1, -1);
+/** Doctor's line for a contained config, with each agent's containment. */
+const containedLine = (...agents) => `ok    posture: every agent is contained: ${agents.map((a) => `${a} (host, confined to its workspace)`).join(', ')}\n`;
 
 /** Doctor's finding for agents with a shell on the host and exec completion notices on (the default). */
 const notices = (...agents) =>
@@ -110,6 +112,7 @@ test('doctor with a healthy config: enablement, plugin config and configured age
       // JSON5, as OpenClaw reads it
       plugins: { entries: { "claw-identity": { enabled: true, config: { tokenMapPath: "${map}" } } } },
       agents: { entries: { "${FRANCIS}": {}, "${DALI}": {} } },
+      ${CONTAIN},
     }`,
   );
   const r = cli(['doctor', '--config', cfg]);
@@ -122,16 +125,49 @@ test('doctor with a healthy config: enablement, plugin config and configured age
       gateOk() +
       'ok    map content: valid JSON; 2 agents with a well-formed token\n' +
       'ok    configured agents: all 2 have a token\n' +
-      exposure(DALI, map) +
-      exposure(FRANCIS, map) +
-      notices(DALI, FRANCIS) +
+      containedLine(DALI, FRANCIS, "the agents the roster doesn't list") +
       '\n' +
       'AGENT          TOKEN SHA256  IN CONFIG\n' +
       `${DALI}     ${fingerprint(tokens[DALI])}  yes\n` +
       `${FRANCIS}  ${fingerprint(tokens[FRANCIS])}  yes\n` +
       '\n' +
-      'healthy (3 warnings): nothing found stops token injection\n',
+      'healthy: nothing found stops token injection\n',
   );
+});
+
+test('doctor on agents that are not contained: one FAIL per agent with the config that contains it (enforce, exit 1), a warning under "warn" (exit 0)', () => {
+  const { dir, map } = healthy();
+  const body = (posture) =>
+    `{ plugins: { entries: { "claw-identity": { enabled: true, config: { tokenMapPath: "${map}"${posture ? `, posture: "${posture}"` : ''} } } } },
+       agents: { entries: { "${FRANCIS}": {}, "${DALI}": {} } } }`;
+  const posture = (stdout) => stdout.split('\n').flatMap((l, i, all) => (/^\S+ +posture: /.test(l) ? [[l, all[i + 1]]] : []));
+  const who = [`agent ${DALI} is`, `agent ${FRANCIS} is`, "the agents the roster doesn't list (they run with agents.defaults and the global tools) are"];
+
+  const enforce = cli(['doctor', '--config', config(dir, body())]);
+  assert.equal(enforce.code, 1, enforce.stdout);
+  const found = posture(enforce.stdout);
+  assert.equal(found.length, 3, enforce.stdout);
+  for (const [i, [line, fix]] of found.entries()) {
+    assert.ok(line.startsWith(`FAIL  posture: ${who[i]} not contained: `), line);
+    // What exposes it, each with its config key, and what enforce does.
+    assert.ok(line.includes('its file tools are not confined to its workspace (tools.fs.workspaceOnly)'), line);
+    assert.match(line, /tools that reach the host outside its confinement: exec, process, /);
+    assert.ok(line.endsWith('posture is "enforce", so every owned call is refused until every agent is contained'), line);
+    assert.match(fix, /^ {6}fix: openclaw config set \S+ '.+' --strict-json/);
+  }
+  // A shell on the host: the exec notices finding stays.
+  assert.ok(enforce.stdout.includes(notices(DALI, FRANCIS)), enforce.stdout);
+  assert.ok(enforce.stdout.endsWith('3 problems stop token injection (1 warning); fix them and run doctor again\n'), enforce.stdout);
+
+  const warn = cli(['doctor', '--config', config(dir, body('warn'))]);
+  assert.equal(warn.code, 0, warn.stdout);
+  const warned = posture(warn.stdout);
+  assert.deepEqual(
+    warned.map(([l]) => l.slice(0, l.indexOf(' not contained: '))),
+    who.map((w) => `warn  posture: ${w}`),
+  );
+  for (const [line] of warned) assert.ok(!line.includes('posture is "enforce"'), line);
+  assert.ok(warn.stdout.endsWith('healthy (4 warnings): nothing found stops token injection\n'), warn.stdout);
 });
 
 test('doctor on a missing map: how to create it, exit 1', () => {
@@ -295,7 +331,7 @@ test('doctor on a map over the size cap: refused before it is read, exit 1', () 
 
 test('doctor on a config that does not enable the plugin: OpenClaw would not load it, exit 1', () => {
   const { dir, map, tokens } = healthy();
-  const cfg = config(dir, `{ plugins: { entries: { "claw-identity": { config: { tokenMapPath: "${map}" } } } } }`);
+  const cfg = config(dir, `{ plugins: { entries: { "claw-identity": { config: { tokenMapPath: "${map}" } } } }, ${CONTAIN} }`);
   const r = cli(['doctor', '--config', cfg]);
   assert.equal(r.code, 1);
   assert.equal(
@@ -308,14 +344,13 @@ test('doctor on a config that does not enable the plugin: OpenClaw would not loa
       'ok    map content: valid JSON; 2 agents with a well-formed token\n' +
       'skip  configured agents: the config lists no agents under agents.entries\n' +
       // Without a roster OpenClaw runs one implicit agent, "main".
-      exposure('main', map) +
-      notices('main') +
+      containedLine('main') +
       '\n' +
       'AGENT          TOKEN SHA256\n' +
       `${DALI}     ${fingerprint(tokens[DALI])}\n` +
       `${FRANCIS}  ${fingerprint(tokens[FRANCIS])}\n` +
       '\n' +
-      '1 problem stops token injection (2 warnings); fix it and run doctor again\n',
+      '1 problem stops token injection; fix it and run doctor again\n',
   );
 });
 
@@ -324,7 +359,7 @@ test('doctor flags enabled: false, a deny list and an allow list without the plu
   const cfg = config(
     dir,
     `{ plugins: { deny: ["claw-identity"], allow: ["other"],
-       entries: { "claw-identity": { enabled: false, config: { tokenMapPath: "${map}" } } } } }`,
+       entries: { "claw-identity": { enabled: false, config: { tokenMapPath: "${map}" } } } }, ${CONTAIN} }`,
   );
   const r = cli(['doctor', '--config', cfg]);
   assert.equal(r.code, 1);
@@ -334,7 +369,7 @@ test('doctor flags enabled: false, a deny list and an allow list without the plu
     'FAIL  plugin enabled: plugins.allow is set and does not list claw-identity: OpenClaw does not load it',
     'FAIL  plugin enabled: plugins.entries.claw-identity.enabled is false, not true: OpenClaw loads only an explicitly enabled plugin (and registers its trusted tool policy only then), and says nothing at runtime',
   ]);
-  assert.ok(r.stdout.endsWith('3 problems stop token injection (2 warnings); fix them and run doctor again\n'), r.stdout);
+  assert.ok(r.stdout.endsWith('3 problems stop token injection; fix them and run doctor again\n'), r.stdout);
 });
 
 test('doctor on configured agents without a token: each named, listed as (no token), exit 1', () => {
@@ -342,7 +377,7 @@ test('doctor on configured agents without a token: each named, listed as (no tok
   const cfg = config(
     dir,
     `{ plugins: { entries: { "claw-identity": { enabled: true, config: { tokenMapPath: "${map}" } } } },
-       agents: { entries: { "${FRANCIS}": {}, "pepito--atlas": {} } } }`,
+       agents: { entries: { "${FRANCIS}": {}, "pepito--atlas": {} } }, ${CONTAIN} }`,
   );
   const r = cli(['doctor', '--config', cfg]);
   assert.equal(r.code, 1);
@@ -357,16 +392,14 @@ test('doctor on configured agents without a token: each named, listed as (no tok
       `      fix: mint its token and add it: claw-identity write-map --map ${map} --from FILE\n` +
       `warn  map agent: agent "${DALI}" has a token but is not in agents.entries\n` +
       '      fix: remove it from the map if that agent is gone\n' +
-      exposure(FRANCIS, map) +
-      exposure('pepito--atlas', map) +
-      notices(FRANCIS, 'pepito--atlas') +
+      containedLine(FRANCIS, 'pepito--atlas', "the agents the roster doesn't list") +
       '\n' +
       'AGENT          TOKEN SHA256  IN CONFIG\n' +
       `${DALI}     ${fingerprint(tokens[DALI])}  no\n` +
       `${FRANCIS}  ${fingerprint(tokens[FRANCIS])}  yes\n` +
       'pepito--atlas  (no token)    yes\n' +
       '\n' +
-      '1 problem stops token injection (4 warnings); fix it and run doctor again\n',
+      '1 problem stops token injection (1 warning); fix it and run doctor again\n',
   );
 });
 
@@ -470,29 +503,47 @@ function assertSameAsHook(layer, cfg, tokens, { agent, tool, params, sessionKey 
 }
 
 test("explain takes the hook's decision: same verdict, same token (by fingerprint), same block reason", () => {
+  // The same OpenClaw config for both: agents contained on the host, or
+  // exposed (no containment at all) under posture "enforce" and "warn". The
+  // fix a refusal names is the plugin's sandbox where it runs here, which
+  // the WebAssembly build (a run of this suite) never does, while the
+  // command runs the native one: with no bwrap, both name the host's.
+  const nowhere = { sandbox: { bwrap: '/nonexistent/bwrap' } };
+  const openclaws = {
+    contained: { config: {}, openclaw: CONTAINED_HOST },
+    exposed: { config: nowhere, openclaw: {} },
+    'exposed, warn': { config: { posture: 'warn', ...nowhere }, openclaw: {} },
+  };
+  const decisions = new Set();
   for (const onMissingToken of ['pass', 'block']) {
-    const { dir, map, tokens } = healthy();
-    const cfg = config(
-      dir,
-      `{ plugins: { entries: { "claw-identity": { enabled: true, config: { tokenMapPath: "${map}", onMissingToken: "${onMissingToken}" } } } } }`,
-    );
-    const layer = new IdentityLayer({ tokenMapPath: map, onMissingToken, logger: { info() {}, warn() {}, error() {} } });
-    try {
-      for (const agent of [FRANCIS, DALI, 'ghost', undefined]) {
-        for (const tool of ['claw-os__claw_notes', 'exec']) {
-          assertSameAsHook(layer, cfg, tokens, { agent, tool }, `${onMissingToken} ${agent} ${tool}`);
+    for (const [posture, { config: options, openclaw }] of Object.entries(openclaws)) {
+      const { dir, map, tokens } = healthy();
+      const plugin = { tokenMapPath: map, onMissingToken, ...options };
+      const openclawConfig = { plugins: { entries: { 'claw-identity': { enabled: true, config: plugin } } }, ...openclaw };
+      const cfg = config(dir, JSON.stringify(openclawConfig));
+      const layer = new IdentityLayer({ ...plugin, openclawConfig, logger: { info() {}, warn() {}, error() {} } });
+      try {
+        for (const agent of [FRANCIS, DALI, 'ghost', undefined]) {
+          for (const tool of ['claw-os__claw_notes', 'exec']) {
+            const what = `${onMissingToken} ${posture} ${agent} ${tool}`;
+            decisions.add(`${posture}: ${assertSameAsHook(layer, cfg, tokens, { agent, tool }, what)}`);
+          }
         }
+      } finally {
+        layer.close();
       }
-    } finally {
-      layer.close();
     }
   }
+  // The exposed config was refused, the others served.
+  assert.ok(decisions.has('exposed: block') && !decisions.has('exposed: rewrite'), [...decisions].join(', '));
+  assert.ok(decisions.has('contained: rewrite') && decisions.has('exposed, warn: rewrite'), [...decisions].join(', '));
 });
 
 test("explain takes the hook's decision for the rules that read params and the session", () => {
   const { dir, map, tokens } = healthy();
-  const cfg = config(dir, `{ plugins: { entries: { "claw-identity": { enabled: true, config: { tokenMapPath: "${map}" } } } } }`);
-  const layer = new IdentityLayer({ tokenMapPath: map, logger: { info() {}, warn() {}, error() {} } });
+  const openclawConfig = { plugins: { entries: { 'claw-identity': { enabled: true, config: { tokenMapPath: map } } } }, ...CONTAINED_HOST };
+  const cfg = config(dir, JSON.stringify(openclawConfig));
+  const layer = new IdentityLayer({ tokenMapPath: map, openclawConfig, logger: { info() {}, warn() {}, error() {} } });
   const main = `agent:${FRANCIS}:main`;
   const decisions = new Set();
   try {
@@ -537,7 +588,10 @@ test('explain shows a rewrite with the rule, the reason and the token as a finge
 
 test('explain shows a block with the reason the model would read, exit 1', () => {
   const { dir, map } = healthy();
-  const cfg = config(dir, `{ plugins: { entries: { "claw-identity": { enabled: true, config: { tokenMapPath: "${map}", onMissingToken: "block" } } } } }`);
+  const cfg = config(
+    dir,
+    `{ plugins: { entries: { "claw-identity": { enabled: true, config: { tokenMapPath: "${map}", onMissingToken: "block" } } } }, ${CONTAIN} }`,
+  );
   const r = cli(['explain', '--config', cfg, '--agent', 'ghost', '--tool', 'claw-os__claw_notes']);
   assert.equal(r.code, 1);
   assert.equal(
@@ -681,7 +735,7 @@ test('audit prints the security findings for a config, each with its fix, most s
   const cfg = config(
     dir,
     `{ plugins: { entries: { "claw-identity": { enabled: true, config: { tokenMapPath: "${map}", allowGroupReadable: true } } } },
-       agents: { entries: { "${FRANCIS}": { sandbox: { mode: "all" } }, "${DALI}": { sandbox: { mode: "all" } } } } }`,
+       agents: { entries: { "${FRANCIS}": {}, "${DALI}": {} } }, ${CONTAIN} }`,
   );
   const r = cli(['audit', '--config', cfg]);
   assert.equal(r.code, 1, r.stderr);

@@ -66,8 +66,11 @@ function setup(mcpServers, plugin = {}) {
     config,
     JSON.stringify({
       plugins: { entries: { 'claw-identity': { enabled: true, config: { tokenMapPath: map, ...plugin } } } },
-      // Sandboxed agents: no map exposure or exec notices to report here.
+      // Sandboxed agents (OpenClaw's Docker sandbox, nothing mounted), and
+      // Code Mode off: contained, so no posture finding or exec notice to
+      // report here (helpers/posture.mjs has the plugin's own sandbox).
       agents: { defaults: { sandbox: { mode: 'all' } }, entries: { [FRANCIS]: {} } },
+      tools: { codeMode: false },
       mcp: { servers: mcpServers({ rpcLog, callLog }) },
     }),
   );

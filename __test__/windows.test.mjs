@@ -20,6 +20,7 @@ import path from 'node:path';
 
 import { ensureOpenclaw } from '../scripts/ensure-openclaw.mjs';
 import { pack } from './helpers/pack.mjs';
+import { contained } from './helpers/posture.mjs';
 import { fingerprint, randomToken, recordEmitted, tempDir, writeMap } from './helpers/support.mjs';
 
 const ME = 's-1-5-21-1004336348-1177238915-682003330-1001';
@@ -278,8 +279,11 @@ test("on Windows, the default map is found under the user's profile, and the age
     '\\\\localhost.\\C$\\Users\\me\\.config\\micelclaw\\agent-tokens.json',
     '\\\\127.1\\C$\\Users\\me\\.config\\micelclaw\\agent-tokens.json',
   ];
-  // The agent's workspace, as OpenClaw's config gives it: its relative paths start there.
-  const openclawConfig = { agents: { entries: { 'paco--francis': { workspace: `${PROFILE}\\ws` } } } };
+  // The agent's workspace, as OpenClaw's config gives it: its relative paths
+  // start there. Contained on the host (helpers/posture.mjs): the path guard
+  // is the second line behind workspaceOnly, and under posture "enforce" an
+  // exposed agent would get no token at all.
+  const openclawConfig = contained({ agents: { entries: { 'paco--francis': { workspace: `${PROFILE}\\ws` } } } });
   spellings.push('..\\.config\\micelclaw\\agent-tokens.json', '..\\.config/micelclaw/./agent-tokens.json');
   const r = onWindows({
     options: { openclawConfig },

@@ -35,7 +35,13 @@ function sessionStoreOf(api, sandboxSdk) {
       if (typeof sdk?.resolveSandboxRuntimeStatus !== 'function') throw new Error("OpenClaw's sandbox resolver (openclaw/plugin-sdk/sandbox) is not loaded");
       const { sandboxed } = sdk.resolveSandboxRuntimeStatus({ cfg: config(), agentId, sessionKey });
       const e = sessionKey === '' ? undefined : store.getSessionEntry({ agentId, sessionKey, readConsistency: 'latest' });
-      return { sandboxed: sandboxed === true, execHost: e?.execHost, execNode: e?.execNode, elevatedLevel: e?.elevatedLevel, permissionMode: e?.permissionMode };
+      return {
+        sandboxed: sandboxed === true,
+        execHost: e?.execHost,
+        execNode: e?.execNode,
+        elevatedLevel: e?.elevatedLevel,
+        permissionMode: e?.permissionMode,
+      };
     },
     ensure: (agentId, sessionKey) =>
       store.patchSessionEntry({
@@ -119,7 +125,11 @@ export function createPlugin({ api: lib, native, watchers }, loadSandboxSdk = ()
       // Collecting CLI metadata: OpenClaw offers no runtime then, and nothing may start.
       if (api.registrationMode === 'cli-metadata') return registerCommands(api, lib);
       const sessions = sessionStoreOf(api, sandboxSdk);
-      loadSdk().catch((err) => api.logger.warn(`[claw-identity] OpenClaw's sandbox SDK did not load (${err.message}): calls that reach the host from a contained agent are refused until it does`));
+      loadSdk().catch((err) =>
+        api.logger.warn(
+          `[claw-identity] OpenClaw's sandbox SDK did not load (${err.message}): calls that reach the host from a contained agent are refused until it does`,
+        ),
+      );
       // Every registration reaches the layer in force: a later registration
       // with other options replaces it for the earlier ones too, including
       // those of other copies of this module, which use this addon (lib/api.js).

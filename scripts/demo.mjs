@@ -6,11 +6,20 @@
 // records audio. A real MCP server (`claw-os`) records what it receives. The
 // report compares what the model sent with what the server received, as
 // sha256 fingerprints: no token is ever printed.
-import path from 'node:path';
+//
+// The agents run contained, as claw-identity requires before it serves a
+// token (docs/operating.md, "Containing the agents"): in the plugin's own
+// bubblewrap sandbox where it can run here (the plugin's probe, as doctor
+// runs it, says so), else on the host with workspaceOnly and every host tool
+// denied. The configs are helpers/posture.mjs's.
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 
 import * as h from '../__test__/e2e/harness.mjs';
 import { startModelServer, marker, fakeToken } from '../__test__/e2e/fixtures/model-server.mjs';
+import { contained } from '../__test__/helpers/posture.mjs';
 
 const FRANCIS = 'paco--francis';
 const DALI = 'paco--dali';
@@ -59,13 +68,40 @@ function verdict(value, tokens, wrong) {
   return who;
 }
 
+/**
+ * Whether the plugin's sandbox can run here: doctor's `sandbox` check (the
+ * plugin's own probe) on a config whose agents select it, run by the
+ * package's command under OpenClaw's Node. `{ ok, why }`.
+ */
+async function sandboxHere() {
+  const { node } = await h.openclawRuntime();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'claw-identity-demo-probe-'));
+  try {
+    const config = path.join(dir, 'openclaw.json');
+    fs.writeFileSync(config, JSON.stringify(contained({ agents: { entries: { [FRANCIS]: {} } } }, 'sandbox')));
+    const bin = path.join(h.REPO_ROOT, 'bin', 'claw-identity.js');
+    const r = spawnSync(node, [bin, 'doctor', '--config', config, '--json'], { encoding: 'utf8', env: { ...process.env, HOME: dir } });
+    let check;
+    try {
+      check = JSON.parse(r.stdout).checks?.find((c) => c.check === 'sandbox');
+    } catch {
+      return { ok: false, why: `doctor gave no report (exit ${r.status}): ${h.scrub(r.stderr).slice(0, 300)}` };
+    }
+    return { ok: check?.status === 'ok', why: check?.message ?? 'doctor has no sandbox check' };
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 async function main() {
   out(bold('claw-identity demo: the model never handles the secret'));
   out(dim('A real OpenClaw gateway, a scripted model on 127.0.0.1, and a real MCP server named claw-os.'));
   out();
 
   h.setLog(() => {}); // the steps below report progress themselves
-  const run = await step('preparing an isolated OpenClaw home', () => h.createRun('demo'));
+  const sandbox = await step('checking whether the claw-identity sandbox (bubblewrap) runs here', sandboxHere);
+  // A sandbox has a /tmp of its own: the run lives under /var/tmp, as in the sandbox suite.
+  const run = await step('preparing an isolated OpenClaw home', () => h.createRun('demo', sandbox.ok ? { base: '/var/tmp' } : {}));
   let model;
   try {
     const tokens = h.makeTokens([FRANCIS, DALI]);
@@ -80,9 +116,25 @@ async function main() {
       gateway: true,
       modelBaseUrl: model.baseUrl,
       agents: [FRANCIS, DALI],
+      contain: sandbox.ok ? 'sandbox' : 'host',
       plugin: { path: h.stagePlugin(run), config: { tokenMapPath: run.tokenMapPath } },
+      // A sandboxed session's session tools reach only the sessions it
+      // spawned (OpenClaw's clamp, resolveEffectiveSessionToolsVisibility in
+      // session-visibility-*.mjs): francis's sessions_send to dali, which
+      // rule spawn-redirect asks for, needs this. It lets no tool out of the sandbox.
+      extra: sandbox.ok ? { agents: { defaults: { sandbox: { sessionToolsVisibility: 'all' } } } } : undefined,
     });
+    out(
+      sandbox.ok
+        ? `  ${green('✔')} the agents run in the claw-identity sandbox ${dim('(bubblewrap: their commands see no map, no OpenClaw config, no gateway)')}`
+        : `  ${green('✔')} the agents run on the host, confined to their workspaces ${dim(`(tools.fs.workspaceOnly, host tools denied; no sandbox here: ${sandbox.why})`)}`,
+    );
     await step('starting the gateway with the claw-identity plugin (OpenClaw takes 10-20 s to boot)', () => h.startGateway(run));
+    // The layer judges the posture at start: it serves tokens only while every agent is contained.
+    const posture = h.logMessages(run).find((l) => l.includes('[claw-identity] posture: '));
+    if (!posture?.includes('posture: every agent is contained'))
+      throw new Error(`the agents are not contained, so no token is served: ${h.scrub(String(posture))}`);
+    out(`  ${green('✔')} ${posture.slice(posture.indexOf('posture: '))}`);
     out();
 
     // Turn 1: francis saves a note, with a token the model made up.

@@ -19,6 +19,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import zlib from 'node:zlib';
 import { baseEnv, ensureOpenclaw } from '../../scripts/ensure-openclaw.mjs';
+import { contained, deepMerge } from '../helpers/posture.mjs';
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const FIXTURES = path.join(REPO_ROOT, '__test__', 'e2e', 'fixtures');
@@ -373,6 +374,13 @@ export function makeTokens(agents = AGENTS) {
  * @param {Array<{id: string, path: string, config?: object}>} [o.extraPlugins] more plugins to load (fixtures)
  * @param {string[]} [o.agents]
  * @param {boolean} [o.gateway]     add gateway section (port chosen here)
+ * @param {'host'|'sandbox'|false} [o.contain] how the agents are contained
+ *   (helpers/posture.mjs), so that under posture "enforce" (the default) the
+ *   layer serves tokens: `'host'` (the default) confines their file tools to
+ *   their workspaces and denies every host tool; `'sandbox'` runs every
+ *   session in the plugin's bubblewrap sandbox; `false` leaves OpenClaw's
+ *   defaults (every host tool), for a suite that tests what a host agent's
+ *   own tools can do (it then sets posture "warn", or tests the refusal)
  * @param {object} [o.extra]        deep-merged last
  */
 export async function writeConfig(run, o) {
@@ -380,7 +388,7 @@ export async function writeConfig(run, o) {
   const modelId = o.modelId ?? 'scripted-1';
   const entries = {};
   for (const a of agents) entries[a] = { workspace: mkdir0700(path.join(run.workspaces, a)) };
-  const cfg = {
+  let cfg = {
     logging: { file: run.logFile },
     models: {
       providers: {
@@ -414,6 +422,8 @@ export async function writeConfig(run, o) {
     },
   };
   if (o.toolSearch === false) cfg.tools = { toolSearch: false };
+  const contain = o.contain ?? 'host';
+  if (contain) cfg = contained(cfg, contain);
   if (o.gateway) {
     run.gatewayPort ??= await freePort();
     cfg.gateway = { mode: 'local', bind: 'loopback', port: run.gatewayPort, auth: { mode: 'token', token: run.gatewayToken } };
@@ -447,12 +457,7 @@ export function patchConfig(run, patch) {
   return merged;
 }
 
-export function deepMerge(a, b) {
-  if (Array.isArray(b) || typeof b !== 'object' || b === null) return b;
-  const out = { ...(typeof a === 'object' && a && !Array.isArray(a) ? a : {}) };
-  for (const [k, v] of Object.entries(b)) out[k] = v === undefined ? undefined : deepMerge(out[k], v);
-  return out;
-}
+export { deepMerge };
 
 /**
  * Run the openclaw CLI once and wait for it. Output goes to files in the run

@@ -6,6 +6,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
+import path from 'node:path';
 import * as h from './harness.mjs';
 import { startModelServer, marker, fakeToken } from './fixtures/model-server.mjs';
 
@@ -145,9 +146,22 @@ describe('claw-identity in `openclaw agent --local`', () => {
     const logBefore = h.defaultLogSnapshot();
     // --config/--state-dir pin the run to this folder (else exec uses a temp state dir,
     // whose lock entries in /tmp/openclaw-state-locks-* could not be traced to this run).
+    // --cwd is the run's workspace (exec's default is the process's cwd, here
+    // HOME, which holds OpenClaw's gateway.env: the posture refuses that).
     const res = await h.openclaw(
       run,
-      ['agent', 'exec', `Please save a note. ${marker('notes', { wrong: seed })}`, '--json', '--config', run.configPath, '--state-dir', run.state],
+      [
+        'agent',
+        'exec',
+        `Please save a note. ${marker('notes', { wrong: seed })}`,
+        '--json',
+        '--config',
+        run.configPath,
+        '--state-dir',
+        run.state,
+        '--cwd',
+        path.join(run.workspaces, FRANCIS),
+      ],
       { timeoutMs: 240_000, label: 'exec' },
     );
     assert.equal(res.code, 0, `openclaw agent exec exited ${res.code}: ${h.tail(res)}`);

@@ -1,9 +1,13 @@
 // In a real OpenClaw gateway: the token map stays out of every model's
 // reach, and no token reaches the stored transcripts. One gateway for every
 // case, OpenClaw's default tools and exec policy, the plugin's defaults
-// (protectMap "paths"). Each assertion is on what really happened: the tool
-// results the model saw, the requests OpenClaw sent to the model server,
-// the map file on disk, the transcripts in OpenClaw's state.
+// (protectMap "paths") but posture "warn": this suite tests the path guard
+// and the redaction as the second line they are, behind containment, for
+// agents that have host tools (`exec cat` of the map); under "enforce"
+// such agents get no token at all (e2e/posture.test.mjs). Each assertion
+// is on what really happened: the tool results the model saw, the requests
+// OpenClaw sent to the model server, the map file on disk, the transcripts
+// in OpenClaw's state.
 //
 // The map lives under the run's HOME (the gateway's `~`), so `~/…` reaches it.
 //
@@ -60,7 +64,9 @@ describe("the token map out of the models' reach", () => {
     await h.writeConfig(s.run, {
       gateway: true,
       modelBaseUrl: s.model.baseUrl,
-      plugin: { path: h.stagePlugin(s.run, plugin), config: { tokenMapPath: s.map } },
+      // Not contained, on purpose (see the top of this file).
+      contain: false,
+      plugin: { path: h.stagePlugin(s.run, plugin), config: { tokenMapPath: s.map, posture: 'warn' } },
     });
     s.workspace = path.join(s.run.workspaces, FRANCIS);
     // Links in francis's workspace: to the map, and to its directory.

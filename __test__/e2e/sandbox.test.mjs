@@ -27,7 +27,7 @@ import { sandboxNode } from '../helpers/sandbox-node.mjs';
 
 const FRANCIS = 'paco--francis'; // workspaceAccess "rw"
 const DALI = 'paco--dali'; // workspaceAccess "none" (OpenClaw's default)
-const ATLAS = 'pepito--atlas'; // no sandbox: its workspace is another agent's
+const ATLAS = 'pepito--atlas'; // the defaults' sandbox: its workspace is another agent's
 const nonce = () => crypto.randomBytes(3).toString('hex');
 const sha = (p) => crypto.createHash('sha256').update(fs.readFileSync(p)).digest('hex');
 
@@ -56,16 +56,21 @@ describe('the claw-identity sandbox in a real gateway', () => {
     h.writeTokenMap(s.run, s.tokens);
     s.scripts = scripts(s);
     s.model = await startModelServer({ recordFile: s.run.modelLog, maxToolCallsPerTurn: 12, scenarios: s.scripts });
-    const sandbox = (access) => ({ mode: 'all', backend: 'claw-identity', ...(access ? { workspaceAccess: access } : {}) });
+    const sandbox = (access) => ({ mode: 'all', backend: 'claw-identity', workspaceAccess: access });
     await h.writeConfig(s.run, {
       gateway: true,
       modelBaseUrl: s.model.baseUrl,
+      // Every agent in the plugin's sandbox (agents.defaults), Code Mode off,
+      // and the owned MCP tools allowed in sandboxed sessions: contained, so
+      // posture "enforce" serves tokens (helpers/posture.mjs).
+      contain: 'sandbox',
       plugin: {
         path: h.stagePlugin(s.run, h.pluginDir()),
         // The run's tmp is OpenClaw's TMPDIR: it plays the part of /tmp, which no sandbox sees.
         config: { tokenMapPath: s.map, sandbox: { hide: [s.run.mcp, s.run.model, s.run.proc, s.run.logs, s.run.tmp] } },
       },
-      extra: { agents: { entries: { [FRANCIS]: { sandbox: sandbox('rw') }, [DALI]: { sandbox: sandbox() } } } },
+      // dali's "none" is written out: the defaults' "rw" would fill it in.
+      extra: { agents: { entries: { [FRANCIS]: { sandbox: sandbox('rw') }, [DALI]: { sandbox: sandbox('none') } } } },
     });
     s.workspace = path.join(s.run.workspaces, FRANCIS);
     s.atlasNotes = h.randomToken();
@@ -103,6 +108,21 @@ describe('the claw-identity sandbox in a real gateway', () => {
     // Its own PID namespace: the shell's parent is PID 1, bwrap's.
     assert.match(results[0], /^ppid=1$/m, h.scrub(results[0]).slice(0, 600));
     assert.equal(fs.readFileSync(path.join(s.workspace, 'made.txt'), 'utf8'), 'made-in-the-sandbox\n');
+  });
+
+  it("in the sandbox posture, francis's own claw_notes call (an MCP tool the sandbox's tool policy allows) carries his token", async () => {
+    const tag = nonce();
+    const res = await h.agentViaGateway(s.run, {
+      agent: FRANCIS,
+      sessionKey: `agent:${FRANCIS}:e2e-sbx-${tag}`,
+      message: `Save a note. ${marker('notes', { wrong: `n-${tag}`, tag })}`,
+    });
+    assert.equal(res.code, 0, `openclaw agent exited ${res.code}: ${h.tail(res)}`);
+    const calls = h.readCalls(s.run).filter((c) => String(c.args?.note ?? '').includes(tag));
+    assert.equal(calls.length, 1, `calls: ${h.describeCalls(h.readCalls(s.run), s.tokens)}; model errors: ${s.model.errors.join('; ')}`);
+    assert.equal(h.who(calls[0].args.auth_token, s.tokens), FRANCIS);
+    const line = h.logMessages(s.run).find((l) => l.includes('[claw-identity] posture: every agent is contained'));
+    assert.ok(line?.includes(`${FRANCIS}: sandbox, `) && line.includes(`${ATLAS}: sandbox`), `no contained line: ${h.scrub(String(line))}`);
   });
 
   it('dali (workspaceAccess "none") runs in its sandbox copy, not in its workspace', async () => {

@@ -359,6 +359,16 @@ impl Layer {
         }
     }
 
+    /// Says that nobody judged the posture: a layer made without OpenClaw's
+    /// config (the JS API used on its own) serves tokens as configured. A
+    /// layer starts unjudged, so [`Layer::set_posture`] never sees that as a
+    /// change: whoever makes a layer without a config says it, once.
+    pub fn say_unjudged(&self) {
+        self.shared.log.warn(format_args!(
+            "posture: no OpenClaw config was given, so nobody judged whether the agents' own tools can reach the token map; tokens are served as configured"
+        ));
+    }
+
     /// Puts `posture` in force, and says so in the log when it changed: at
     /// start, and at each config reload that changes it. Under `"enforce"`
     /// an exposed agent is an error (no token is served), under `"warn"` a
@@ -377,9 +387,7 @@ impl Layer {
         let exposed = p.describe_exposed();
         let log = &self.shared.log;
         match (p.judged(), exposed.is_empty(), p.mode) {
-            (false, _, _) => log.warn(format_args!(
-                "posture: no OpenClaw config was given, so nobody judged whether the agents' own tools can reach the token map; tokens are served as configured"
-            )),
+            (false, _, _) => self.say_unjudged(),
             (true, true, _) => log.info(format_args!(
                 "posture: every agent is contained ({}); tokens are served",
                 p.agents
@@ -396,8 +404,10 @@ impl Layer {
                     .collect::<Vec<_>>()
                     .join(", ")
             )),
+            // Not "NO token: 4 agents": OpenClaw's log redaction takes a
+            // value after "token:" for a secret, and the count is lost.
             (true, false, Mode::Enforce) => log.error(format_args!(
-                "posture: serving NO token: {} agent{} can reach the token map or OpenClaw's config with {} own tools, and posture is \"enforce\". {}",
+                "posture: serving NO token, since {} agent{} can reach the token map or OpenClaw's config with {} own tools, and posture is \"enforce\". {}",
                 exposed.len(),
                 if exposed.len() == 1 { "" } else { "s" },
                 if exposed.len() == 1 { "its" } else { "their" },

@@ -252,6 +252,9 @@ impl JsLayer {
             sessions: RefCell::new(sessions),
         });
         js.use_openclaw_config(options)?;
+        if options.openclaw_config.is_none() {
+            js.layer.say_unjudged();
+        }
         // The load line and any map warning, before the first call's line.
         js.logger.release(env, &js.pending);
         Ok(js)
