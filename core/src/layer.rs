@@ -351,6 +351,7 @@ impl Layer {
                 &protected,
                 &crate::posture::ConfigTools::new(c.root()),
                 crate::sandbox::bwrap_here(&opts.sandbox),
+                &opts.tool_prefixes,
             )
         });
         engine.set_openclaw_facts(table, &files);

@@ -436,6 +436,9 @@ pub struct Inputs<'a> {
     pub tools: &'a dyn ToolOffer,
     /// The claw-identity sandbox can run here (the fix names it first).
     pub own_sandbox_here: bool,
+    /// `toolPrefix`: the owned MCP tools, which a sandboxed session is
+    /// offered only where its tool policy allows them (a sandbox fix says so).
+    pub owned: &'a [String],
 }
 
 /// What a catalog tool does that leaves a contained agent's confinement,
@@ -729,6 +732,23 @@ fn roster(root: &Map<String, Value>, table: &AgentFsTable) -> Vec<RosterAgent> {
     out
 }
 
+/// The posture when OpenClaw's config was given but can't be read (not an
+/// object, or a value JSON can't hold): no agent's containment can be
+/// judged, so none is contained.
+pub fn unreadable(mode: Mode) -> Posture {
+    Posture {
+        mode,
+        agents: Some(vec![AgentPosture {
+            agent_id: UNLISTED.to_owned(),
+            containment: Err(vec![exposure(
+                "OpenClaw's config the plugin was given can't be read, so no agent's containment can be judged",
+                "openclawConfig",
+            )]),
+            fix: Some("pass OpenClaw's config as an object (the plugin passes api.config)".to_owned()),
+        }]),
+    }
+}
+
 /// The one posture function: the layer (with the gateway's config), and
 /// doctor, audit and explain (with a config file) all judge through it.
 /// `table` is what the layer knows of each agent's workspace (OpenClaw's
@@ -740,6 +760,7 @@ pub fn of_config(
     protected: &[Location],
     tools: &dyn ToolOffer,
     own_sandbox_here: bool,
+    owned: &[String],
 ) -> Posture {
     let inp = Inputs {
         root,
@@ -748,6 +769,7 @@ pub fn of_config(
         openclaw_dirs: vec![paths::config_dir(), paths::state_dir()],
         tools,
         own_sandbox_here,
+        owned,
     };
     judge(mode, &inp)
 }
@@ -1117,8 +1139,51 @@ fn sandbox_fix(
     let rest: Vec<Exposure> = exposures.iter().filter(own_masks).cloned().collect();
     lines.extend(setting_lines(&rest));
     lines.extend(deny_line(inp, a, &rest));
+    lines.extend(owned_allow_line(inp, a));
     lines.dedup();
     lines.join(" && ")
+}
+
+/// A sandboxed session is offered the owned MCP tools only where its tool
+/// policy allows them (`DEFAULT_TOOL_ALLOW` has none): the line that keeps
+/// them usable once the agent runs in the sandbox, where they are not.
+fn owned_allow_line(inp: &Inputs<'_>, a: &RosterAgent) -> Option<String> {
+    use crate::openclaw::{sandbox_tools, tool_policy::ToolRef, tools::BUNDLE_MCP};
+    let id = tool_policy_id(inp, a);
+    let policy = sandbox_tools::policy(inp.root, &id);
+    let missing: Vec<String> = inp
+        .owned
+        .iter()
+        .map(|p| format!("{p}*"))
+        .filter(|glob| {
+            !policy.allows(&ToolRef::plugin_tool(
+                &glob.replace('*', "tool"),
+                BUNDLE_MCP,
+            ))
+        })
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    let key = policy
+        .keys
+        .iter()
+        .find(|k| k.ends_with(".alsoAllow"))
+        .cloned()
+        .unwrap_or_else(|| "tools.sandbox.tools.alsoAllow".to_owned());
+    let section = key.strip_suffix(".alsoAllow").unwrap_or(&key);
+    let mut also: Vec<Value> = section
+        .split('.')
+        .try_fold(Some(inp.root), |m, k| {
+            Some(m?.get(k).and_then(Value::as_object))
+        })
+        .flatten()
+        .and_then(|s| s.get("alsoAllow"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    also.extend(missing.into_iter().map(Value::String));
+    Some(set(&key, &Value::Array(also)))
 }
 
 /// The config that contains `a` on the host: `workspaceOnly`, and every
@@ -1196,6 +1261,7 @@ mod tests {
             openclaw_dirs: vec![PathBuf::from("/home/u/.openclaw")],
             tools,
             own_sandbox_here: own,
+            owned: &[],
         };
         judge(Mode::Enforce, &inp)
     }
@@ -1429,6 +1495,7 @@ mod tests {
             openclaw_dirs: vec![],
             tools: &Tools::default(),
             own_sandbox_here: false,
+            owned: &[],
         };
         let p = judge(Mode::Enforce, &inp);
         let e = exposures(&p, "a");
@@ -1497,6 +1564,55 @@ mod tests {
         );
         let p = judge_with(root, &sandbox_defaults(), true);
         assert_eq!(p.agent("a").unwrap().containment, Ok(Containment::Sandbox));
+    }
+
+    #[test]
+    fn moving_an_agent_into_the_sandbox_keeps_its_owned_tools_usable() {
+        let root = no_code_mode(json!({"agents": {"entries": {"a": {}}}}));
+        let protected = map_locations();
+        let owned = ["claw-os__".to_owned()];
+        let inp = Inputs {
+            root: root.as_object().unwrap(),
+            agents: roster(&root),
+            protected: &protected,
+            openclaw_dirs: vec![],
+            tools: &Tools::default(),
+            own_sandbox_here: true,
+            owned: &owned,
+        };
+        let fix = judge(Mode::Enforce, &inp)
+            .agent("a")
+            .unwrap()
+            .fix
+            .clone()
+            .unwrap();
+        assert!(fix.contains(r#"openclaw config set tools.sandbox.tools.alsoAllow '["claw-os__*"]' --strict-json"#), "{fix}");
+        // Where the sandbox allows them already, nothing is added.
+        let mut allowed = root.clone();
+        merge(
+            &mut allowed,
+            json!({"tools": {"sandbox": {"tools": {"alsoAllow": ["claw-os__*"]}}}}),
+        );
+        let inp = Inputs {
+            root: allowed.as_object().unwrap(),
+            agents: roster(&allowed),
+            ..inp
+        };
+        let fix = judge(Mode::Enforce, &inp)
+            .agent("a")
+            .unwrap()
+            .fix
+            .clone()
+            .unwrap();
+        assert!(!fix.contains("alsoAllow"), "{fix}");
+    }
+
+    #[test]
+    fn a_config_that_cant_be_read_serves_no_token_under_enforce() {
+        let p = unreadable(Mode::Enforce);
+        assert!(!p.serves_tokens());
+        assert!(p.block_reason().unwrap().contains("can't be read"));
+        assert!(unreadable(Mode::Warn).serves_tokens());
     }
 
     #[test]
@@ -1685,6 +1801,7 @@ mod tests {
             &map_locations(),
             &ConfigTools::new(obj),
             false,
+            &[],
         );
         for a in p.agents.iter().flatten() {
             assert_eq!(a.containment, Ok(Containment::Host), "{a:?}");
@@ -1702,6 +1819,7 @@ mod tests {
             &map_locations(),
             &ConfigTools::new(obj),
             false,
+            &[],
         );
         assert!(p.agent("paco--dali").unwrap().is_contained());
         assert!(!p.agent("paco--francis").unwrap().is_contained());
@@ -1725,6 +1843,7 @@ mod tests {
             &map_locations(),
             &ConfigTools::new(obj),
             true,
+            &[],
         );
         for a in p.agents.iter().flatten() {
             assert_eq!(a.containment, Ok(Containment::Sandbox), "{a:?}");

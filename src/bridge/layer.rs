@@ -276,6 +276,12 @@ impl JsLayer {
                     self.layer.log().warn(format_args!(
                         "cannot read OpenClaw's config, so relative paths are checked without the agents' workspaces (map-access refuses those that name the map)"
                     ));
+                    // Given, but unreadable: nobody can tell the agents are
+                    // contained, so under "enforce" no token is served.
+                    self.layer
+                        .set_posture(claw_identity_core::posture::unreadable(
+                            self.layer.engine().options().posture,
+                        ));
                 }
                 cfg
             }

@@ -527,6 +527,7 @@ pub(crate) fn posture_of(
         &protected,
         &crate::posture::ConfigTools::new(c.root()),
         own_sandbox_here,
+        &opts.tool_prefixes,
     )
 }
 

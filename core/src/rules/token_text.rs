@@ -248,8 +248,7 @@ mod tests {
     /// and the hits, as the paco--francis agent calls it.
     fn run(tool: &str, params: Value) -> (Value, Hits) {
         // The map's directory is not `/`, where every path would be inside it.
-        let e =
-            Engine::new(Options::from_json(r#"{"tokenMapPath": "/srv/claw/m.json"}"#).unwrap());
+        let e = Engine::new(Options::from_json(r#"{"tokenMapPath": "/srv/claw/m.json"}"#).unwrap());
         let map = TokenMap::default();
         let r = Redactor::new([T]);
         let view = MapView {
