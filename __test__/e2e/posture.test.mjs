@@ -63,7 +63,11 @@ describe('the posture in a real gateway', () => {
     await h.writeConfig(s.run, {
       gateway: true,
       modelBaseUrl: s.model.baseUrl,
-      plugin: { path: h.stagePlugin(s.run, h.pluginDir()), config: { tokenMapPath: s.map } },
+      // The layer's own refusal of jobs that run a host process (rule
+      // layer-controls, the second line, which the guards suites test) is off
+      // here: the control and case 4 show what OpenClaw's own line does, the
+      // one the posture counts on.
+      plugin: { path: h.stagePlugin(s.run, h.pluginDir()), config: { tokenMapPath: s.map, rules: { layerControls: { enabled: false } } } },
       extraPlugins: [{ id: 'hold-edit', path: h.stagePlugin(s.run, HOLD_PLUGIN, 'hold-edit'), config: { dir: s.hold } }],
       // The host containment, but for the shell and stream automations:
       // every agent can run host commands.
