@@ -14,6 +14,10 @@ import { assertNoTokenIn, assertSameToken, fingerprint, randomToken, recordEmitt
 const BIN = fileURLToPath(new URL('../bin/claw-identity.js', import.meta.url));
 const UID = process.getuid();
 const HOME = tempDir('claw-identity-cli-home-');
+// The command's PATH: one empty directory. What doctor finds there (bwrap,
+// for its sandbox probe) is then the same on every machine, whatever is
+// installed; the real probe is the sandbox suite's.
+const BARE_PATH = tempDir('claw-identity-cli-path-');
 const FRANCIS = 'paco--francis';
 const DALI = 'paco--dali';
 const ENTRY_FIX =
@@ -22,12 +26,12 @@ const ENTRY_FIX =
 /** The listing of what the agents' tools can't reach, which doctor prints with --config (its own test below). */
 const GUARDED = /guarded from the agents' own tools:\n(?: {2}.*\n)*\n/;
 
-/** Runs the command with HOME set to a private directory; shows all output to the leak guard. */
+/** Runs the command with HOME set to a private directory and PATH to BARE_PATH; shows all output to the leak guard. */
 function cli(args, { input } = {}) {
   const r = spawnNodeSync([BIN, ...args], {
     encoding: 'utf8',
     input,
-    env: { ...process.env, HOME },
+    env: { ...process.env, HOME, PATH: BARE_PATH },
   });
   recordEmitted(`claw-identity ${args.join(' ')} (stdout)`, r.stdout);
   recordEmitted(`claw-identity ${args.join(' ')} (stderr)`, r.stderr);
@@ -55,12 +59,13 @@ const gateOk = (fileMode = '0600', dirMode = '0700') =>
 const ONE_PROBLEM = '1 problem stops token injection; fix it and run doctor again\n';
 /**
  * Doctor's finding for an agent with a shell on the host (no sandbox
- * configured): bubblewrap works here (CI installs it), so the fix it names
- * first is claw-identity's own sandbox.
+ * configured). No bwrap is on the command's PATH (BARE_PATH), so the fix it
+ * names first is OpenClaw's sandbox, with why claw-identity's can't run;
+ * where bubblewrap works, the sandbox suite checks that it names its own.
  */
 const exposure = (agent, map) =>
   `warn  map exposure: agent "${agent}" has exec, process and it runs on the host without OpenClaw's sandbox (agents.defaults.sandbox.mode is "off"): a shell can read the token map ${map} (cat, base64, a script), which no path check or redaction can stop\n` +
-  `      fix: openclaw config set agents.entries.${agent}.sandbox '{"mode":"all","backend":"claw-identity"}' --strict-json (bubblewrap works here: every command then sees the host read-only, without the map, OpenClaw's config or the gateway); or openclaw config set agents.entries.${agent}.sandbox.mode all (and no sandbox bind over ${path.dirname(map)}); or take the shell away: add "group:runtime" to agents.entries.${agent}.tools.deny; or protectMap: "strict" in the plugin's config, which blocks exec and process for agents outside the sandbox\n`;
+  `      fix: openclaw config set agents.entries.${agent}.sandbox.mode all (and no sandbox bind over ${path.dirname(map)}) (claw-identity's own sandbox can't run here: bubblewrap (bwrap) is not installed here: no bwrap on the gateway's PATH (1 directory searched).); or take the shell away: add "group:runtime" to agents.entries.${agent}.tools.deny; or protectMap: "strict" in the plugin's config, which blocks exec and process for agents outside the sandbox\n`;
 
 /** Doctor's finding for agents with a shell on the host and exec completion notices on (the default). */
 const notices = (...agents) =>
