@@ -15,6 +15,10 @@ import { assertNoTokenIn, assertSameToken, fingerprint, randomToken, recordEmitt
 const BIN = fileURLToPath(new URL('../bin/claw-identity.js', import.meta.url));
 const UID = process.getuid();
 const HOME = tempDir('claw-identity-cli-home-');
+// The command's PATH: one empty directory. What doctor finds there (bwrap,
+// for its sandbox probe) is then the same on every machine, whatever is
+// installed; the real probe is the sandbox suite's.
+const BARE_PATH = tempDir('claw-identity-cli-path-');
 const FRANCIS = 'paco--francis';
 const DALI = 'paco--dali';
 const ENTRY_FIX =
@@ -23,12 +27,12 @@ const ENTRY_FIX =
 /** The listing of what the agents' tools can't reach, which doctor prints with --config (its own test below). */
 const GUARDED = /guarded from the agents' own tools:\n(?: {2}.*\n)*\n/;
 
-/** Runs the command with HOME set to a private directory; shows all output to the leak guard. */
+/** Runs the command with HOME set to a private directory and PATH to BARE_PATH; shows all output to the leak guard. */
 function cli(args, { input } = {}) {
   const r = spawnNodeSync([BIN, ...args], {
     encoding: 'utf8',
     input,
-    env: { ...process.env, HOME },
+    env: { ...process.env, HOME, PATH: BARE_PATH },
   });
   recordEmitted(`claw-identity ${args.join(' ')} (stdout)`, r.stdout);
   recordEmitted(`claw-identity ${args.join(' ')} (stderr)`, r.stderr);

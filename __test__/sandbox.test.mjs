@@ -586,3 +586,30 @@ describe('refusals', () => {
     nothingRan();
   });
 });
+
+// ---------------------------------------------------------------------------
+// Doctor, where bubblewrap works (the cli suite runs it with no bwrap on its
+// PATH, so that its expectations hold on any machine).
+
+describe('doctor', () => {
+  test("where bubblewrap works, doctor names claw-identity's sandbox first for an agent with a shell on the host", () => {
+    assert.ok(bwrap, 'bwrap is not installed: apt-get install bubblewrap (npm test installs it as root)');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'claw-sandbox-doctor-'));
+    try {
+      fs.chmodSync(dir, 0o700);
+      const map = path.join(dir, 'agent-tokens.json');
+      fs.writeFileSync(map, JSON.stringify({ main: secret() }), { mode: 0o600 });
+      const cfg = path.join(dir, 'openclaw.json');
+      fs.writeFileSync(cfg, JSON.stringify({ plugins: { entries: { 'claw-identity': { enabled: true, config: { tokenMapPath: map } } } } }));
+      const bin = path.join(root, 'bin', 'claw-identity.js');
+      const r = spawnSync(process.execPath, [bin, 'doctor', '--config', cfg], { encoding: 'utf8', env: { PATH: process.env.PATH, HOME: dir } });
+      assert.equal(r.status, 0, r.stderr);
+      assert.match(
+        r.stdout,
+        /^ {6}fix: openclaw config set agents\.entries\.main\.sandbox '\{"mode":"all","backend":"claw-identity"\}' --strict-json \(bubblewrap works here: every command then sees the host read-only/m,
+      );
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

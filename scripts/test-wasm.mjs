@@ -25,6 +25,7 @@ export const EXCLUDED = {
   windows: 'it runs the WebAssembly build of the installed tarball itself, as Windows gets it',
   mcp: 'the command runs the build index.js picks, never claw-identity/wasm',
   sandbox: "the WebAssembly build can't start processes; the native run checks that it refuses",
+  'system-deps': "it checks npm test's first step, which looks at the host's tools; no build runs",
 };
 
 const say = (line) => process.stderr.write(`test-wasm: ${line}\n`);

@@ -1,32 +1,26 @@
-// `npm pack` of the repo for the suites that install the tarball. Where
-// every build can be made (always in CI, which installs the arm64 cross
-// toolchain), it is the real `npm pack`: its prepack builds every build
-// index.js can pick, from the current sources. Where the arm64 cross
-// toolchain is missing, that pack refuses (the package suite checks that it
-// does); the suites still need a tarball, so they get the same pack without
-// prepack, of the builds `npm test`'s prepare step made, and are told it is
-// not the complete one.
+// `npm pack` of the repo for the suites that install the tarball: the real
+// one, whose prepack builds every build index.js can pick from the current
+// sources, or refuses. npm test's first step (scripts/system-deps.mjs)
+// makes sure the arm64 cross toolchain it needs is here.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { haveCrossToolchain } from '../../scripts/arm64.mjs';
-
 export const root = path.dirname(path.dirname(path.dirname(fileURLToPath(import.meta.url))));
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
-/** The complete package can be packed here (the arm64 cross toolchain is installed). CI must have it. */
-export const canPackAll = haveCrossToolchain();
-
-/** Packs the repo into `dest`: `{ info, tarball, complete }`, `info` being npm's JSON for it. */
+/** Packs the repo into `dest`: `{ info, tarball }`, `info` being npm's JSON for it. */
 export function pack(dest) {
-  const args = ['pack', '--json', '--pack-destination', dest];
-  if (!canPackAll) args.push('--ignore-scripts');
-  const out = execFileSync(npm, args, { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 16 << 20 });
+  const out = execFileSync(npm, ['pack', '--json', '--pack-destination', dest], {
+    cwd: root,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    maxBuffer: 16 << 20,
+  });
   const info = JSON.parse(out)[0];
-  return { info, tarball: path.join(dest, info.filename), complete: canPackAll };
+  return { info, tarball: path.join(dest, info.filename) };
 }
 
 /**

@@ -49,10 +49,25 @@ pub fn find_bwrap(
         )),
         None => host.program("bwrap", path).ok_or_else(|| {
             refuse(
-                format!("bubblewrap (bwrap) is not installed here: no bwrap on the gateway's PATH ({path})."),
+                format!(
+                    "bubblewrap (bwrap) is not installed here: no bwrap on the gateway's PATH ({}).",
+                    searched(path)
+                ),
                 INSTALL,
             )
         }),
+    }
+}
+
+/// Where `find_bwrap` looked, by count only: the absolute directories of
+/// `path` (`HostView::program` skips a relative one). The directories
+/// themselves are left out: the whole PATH is long, and says what is
+/// installed where, which is no part of the reason.
+fn searched(path: &str) -> String {
+    match path.split(':').filter(|d| d.starts_with('/')).count() {
+        0 => "it names no absolute directory".into(),
+        1 => "1 directory searched".into(),
+        n => format!("{n} directories searched"),
     }
 }
 

@@ -1127,3 +1127,29 @@ fn docker_binds_are_refused() {
     .unwrap_err();
     assert!(r.why.contains("sandbox.docker.binds"), "{r}");
 }
+
+#[test]
+fn without_bwrap_the_reason_counts_the_gateways_path_and_never_prints_it() {
+    let mut host = Fake::new();
+    let opts = SandboxOptions::default();
+    // A relative entry is never searched (OpenClaw's gateway PATH is absolute).
+    let path = "/opt/tools-of-this-host/bin:/usr/local/bin:/usr/bin:relative";
+    let r = super::probe::find_bwrap(&host, &opts, path).unwrap_err();
+    assert_eq!(
+        r.why,
+        "bubblewrap (bwrap) is not installed here: no bwrap on the gateway's PATH (3 directories searched)."
+    );
+    assert!(r.fix.contains("apt-get install bubblewrap"), "{r}");
+    for (path, count) in [
+        ("/usr/bin", "1 directory searched"),
+        ("", "it names no absolute directory"),
+    ] {
+        let r = super::probe::find_bwrap(&host, &opts, path).unwrap_err();
+        assert!(r.why.ends_with(&format!("PATH ({count}).")), "{r}");
+    }
+    host.programs.insert(pb("/usr/bin/bwrap"));
+    assert_eq!(
+        super::probe::find_bwrap(&host, &opts, path).unwrap(),
+        pb("/usr/bin/bwrap")
+    );
+}
