@@ -50,11 +50,18 @@ describe('the guards see what OpenClaw opens', () => {
     s.relMap = path.relative(s.workspace, s.map);
     assert.ok(s.relMap.startsWith('../'), s.relMap);
     s.model = await startModelServer({ recordFile: s.run.modelLog, maxToolCallsPerTurn: 8, scenarios: scripts(s) });
+    // Uncontained, under posture "warn": this gateway tests the path guard
+    // alone, where OpenClaw's own resolution decides what a path names.
+    // Under tools.fs.workspaceOnly OpenClaw refuses most of these itself, and
+    // a child it ran in its workspace instead of its spawned cwd could not be
+    // told apart (its refusal names no resolved path); the second gateway
+    // below runs contained.
     await h.writeConfig(s.run, {
       gateway: true,
       agents: [FRANCIS],
+      contain: false,
       modelBaseUrl: s.model.baseUrl,
-      plugin: { path: h.stagePlugin(s.run, plugin), config: { tokenMapPath: s.map } },
+      plugin: { path: h.stagePlugin(s.run, plugin), config: { tokenMapPath: s.map, posture: 'warn' } },
       extra: { agents: { defaults: { workspace: s.workspace }, entries: { [FRANCIS]: { workspace: undefined } } } },
     });
     s.configBefore = fs.readFileSync(s.run.configPath);
