@@ -1098,6 +1098,10 @@ fn setting_lines(exposures: &[Exposure]) -> Vec<String> {
             lines.push(set(k, &Value::Bool(true)));
         } else if k.contains("codeMode") {
             lines.push(set("tools.codeMode", &Value::Bool(false)));
+        } else if k.contains(".dangerously") {
+            lines.push(set(k, &Value::Bool(false)));
+        } else if k.ends_with(".binds") {
+            lines.push(format!("remove it from {k} ({})", e.what));
         } else if k.ends_with(".sandbox.mode") || k.ends_with(".sandbox.backend") {
             // The sandbox line itself says it.
         } else {
@@ -1733,6 +1737,24 @@ mod tests {
             e.iter().any(|e| e.what.starts_with("a MEDIA: line")),
             "{e:?}"
         );
+    }
+
+    #[test]
+    fn without_bubblewrap_here_a_docker_sandbox_is_fixed_by_taking_the_bind_out() {
+        let root = no_code_mode(json!({"agents": {"entries": {"a": {
+            "sandbox": {"mode": "all", "backend": "docker", "docker": {"binds": ["/home/u/.config:/c:ro"], "dangerouslyAllowExternalBindSources": true}}}}}}));
+        let fix = judge_with(root, &sandbox_defaults(), false)
+            .agent("a")
+            .unwrap()
+            .fix
+            .clone()
+            .unwrap();
+        assert!(
+            fix.contains("remove it from agents.entries.a.sandbox.docker.binds ("),
+            "{fix}"
+        );
+        assert!(fix.contains("openclaw config set agents.entries.a.sandbox.docker.dangerouslyAllowExternalBindSources 'false' --strict-json"), "{fix}");
+        assert!(!fix.contains("claw-identity"), "{fix}");
     }
 
     #[test]
