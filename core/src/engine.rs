@@ -3,12 +3,13 @@
 //! calls it for the trusted policy, the hook and `claw-identity explain`
 //! alike, so all three agree by construction.
 
+use crate::agent_fs::AgentFsTable;
 use crate::options::Options;
 use crate::posture::{Judged, Posture};
+use crate::protected::resolved::Facts;
 use crate::protected::{self, Location, OpenClawFiles, Process};
 use crate::redact::{scrub, shown};
 use crate::route::{Route, Router};
-use crate::rules::map_access::{AgentFsTable, Facts};
 use crate::rules::{Context, Decision, MapView, ToolCall, Verdict};
 use crate::sessions::{Host, Known, SessionEntry};
 
@@ -186,7 +187,7 @@ impl Engine {
             host,
             generation: view.generation,
         };
-        let mut d = (route.decide)(&cx, call, route);
+        let mut d = (route.decide)(&cx, call, route.reads);
         d.verdict = scrubbed(d.verdict);
         d
     }
@@ -455,10 +456,10 @@ mod tests {
                 "{tool}"
             );
         }
-        let mut table = map_access::AgentFsTable::default();
+        let mut table = crate::agent_fs::AgentFsTable::default();
         table.agents.insert(
             "paco--francis".into(),
-            map_access::AgentFs {
+            crate::agent_fs::AgentFs {
                 cwd: None,
                 workspaces: vec![],
                 sandboxed: true,

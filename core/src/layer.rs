@@ -321,7 +321,7 @@ impl Layer {
                 (table, files)
             }
             None => (
-                crate::rules::map_access::AgentFsTable::default(),
+                crate::agent_fs::AgentFsTable::default(),
                 crate::protected::OpenClawFiles {
                     process: crate::protected::Process::current(),
                     ..Default::default()
@@ -375,7 +375,7 @@ impl Layer {
     /// an exposed agent is an error (no token is served), under `"warn"` a
     /// warning.
     pub fn set_posture(&self, posture: crate::posture::Posture) {
-        use crate::posture::Mode;
+        use crate::options::PostureMode as Mode;
         let engine = &self.shared.engine;
         let before = engine.posture();
         let changed = before.posture != posture;

@@ -5,6 +5,8 @@
 #![deny(clippy::all)]
 
 pub mod acl;
+pub mod agent_fs;
+pub mod call;
 pub mod engine;
 pub mod layer;
 pub mod log;

@@ -31,41 +31,21 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::agent_fs::AgentFsTable;
 use crate::openclaw::agent::{self, AgentSettings};
 use crate::openclaw::tools;
+use crate::options::PostureMode as Mode;
 use crate::paths;
 use crate::protected::{Guard, Location};
 use crate::redact::shown;
-use crate::rules::map_access::AgentFsTable;
 
 /// The id block reasons of this check start with.
-pub const RULE_ID: &str = "posture";
+pub const RULE_ID: &str = crate::call::rule_id::POSTURE;
 
 /// This plugin's sandbox backend (`crate::sandbox::BACKEND_ID`).
 const OWN_BACKEND: &str = crate::sandbox::BACKEND_ID;
-
-/// `posture`: what the layer does while an agent is not contained.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// Serve no token until every agent is contained.
-    #[default]
-    Enforce,
-    /// Serve tokens, and say what is exposed.
-    Warn,
-}
-
-impl Mode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Enforce => "enforce",
-            Mode::Warn => "warn",
-        }
-    }
-}
 
 /// How an agent is kept from the secrets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -234,8 +214,8 @@ fn reach(tool: &str, rule: &str) -> Option<Reach> {
     match tool {
         "exec" | "bash" | "process" => Some(Reach::Shell),
         "automations" => Some(Reach::Host),
-        _ if rule == crate::rules::map_access::RULE_ID
-            || rule == crate::rules::layer_controls::RULE_ID
+        _ if rule == crate::call::rule_id::MAP_ACCESS
+            || rule == crate::call::rule_id::LAYER_CONTROLS
             || rule == RULE_ID =>
         {
             Some(Reach::Host)
@@ -252,11 +232,11 @@ fn reach(tool: &str, rule: &str) -> Option<Reach> {
 /// call goes on to its rule.
 pub fn drift<'a>(
     j: &Judged,
-    call: &crate::rules::ToolCall<'_>,
+    call: &crate::call::ToolCall<'_>,
     rule: &str,
     host: &dyn crate::sessions::Host,
-) -> Option<crate::rules::Decision<'a>> {
-    use crate::rules::Decision;
+) -> Option<crate::call::Decision<'a>> {
+    use crate::call::Decision;
     let p = &j.posture;
     if p.mode != Mode::Enforce || !p.judged() {
         return None;
@@ -704,7 +684,7 @@ fn roster(root: &Map<String, Value>, table: &AgentFsTable) -> Vec<RosterAgent> {
     if let Some(entries) = entries {
         for (k, e) in entries.as_object().into_iter().flatten() {
             let id =
-                crate::rules::agent_ids::normalize_agent_id(k).unwrap_or_else(|| "main".into());
+                crate::openclaw::agent_ids::normalize_agent_id(k).unwrap_or_else(|| "main".into());
             push(id, Some(format!("agents.entries.{k}")), e.as_object());
         }
     } else if let Some(list) = list {
@@ -713,7 +693,7 @@ fn roster(root: &Map<String, Value>, table: &AgentFsTable) -> Vec<RosterAgent> {
                 continue;
             };
             let id =
-                crate::rules::agent_ids::normalize_agent_id(id).unwrap_or_else(|| "main".into());
+                crate::openclaw::agent_ids::normalize_agent_id(id).unwrap_or_else(|| "main".into());
             push(id, Some(format!("agents.list[{i}]")), e.as_object());
         }
     } else {
@@ -1815,7 +1795,7 @@ mod tests {
             "agents": {"entries": {"paco--francis": {}, "paco--dali": {}}}
         });
         let obj = root.as_object().unwrap();
-        let table = crate::rules::map_access::AgentFsTable::default();
+        let table = crate::agent_fs::AgentFsTable::default();
         let p = of_config(
             Mode::Enforce,
             obj,
@@ -1857,7 +1837,7 @@ mod tests {
                        "entries": {"paco--francis": {}, "paco--dali": {}}}
         });
         let obj = root.as_object().unwrap();
-        let table = crate::rules::map_access::AgentFsTable::default();
+        let table = crate::agent_fs::AgentFsTable::default();
         let p = of_config(
             Mode::Enforce,
             obj,

@@ -14,10 +14,11 @@ use std::collections::HashMap;
 use rustc_hash::FxBuildHasher;
 
 use crate::options::Options;
-use crate::rules::map_access::{self, ProtectMap};
+use crate::options::ProtectMap;
+use crate::rules::map_access;
 use crate::rules::{
     auth_token, cross_user_send, layer_controls, sandbox_pty, session_access, token_text,
-    workboard_scope, Context, Decide, Decision, ToolCall,
+    workboard_scope, Context, Decide, Decision, Reads, ToolCall,
 };
 
 pub struct Route {
@@ -113,7 +114,7 @@ fn layer(o: &Options) -> bool {
 /// Under `posture: "enforce"` every tool that reaches the host is routed,
 /// so the per-chat check of the posture (`posture::drift`) sees its calls.
 fn enforced(o: &Options) -> bool {
-    o.posture == crate::posture::Mode::Enforce
+    o.posture == crate::options::PostureMode::Enforce
 }
 fn paths_or_posture(o: &Options) -> bool {
     protect_paths(o) || enforced(o)
@@ -124,14 +125,14 @@ fn protect_strict(o: &Options) -> bool {
 fn always(_: &Options) -> bool {
     true
 }
-fn pass<'a>(_: &Context<'_, 'a>, _: &ToolCall<'a>, _: &Route) -> Decision<'a> {
+fn pass<'a>(_: &Context<'_, 'a>, _: &ToolCall<'a>, _: Reads) -> Decision<'a> {
     Decision::pass()
 }
 
 /// The Workboard tools: the directories their cards run in (map-access, as
 /// a spawn's cwd), the agents work is assigned to (cross-user-send), then
 /// the board (workboard-scope); token-text on the card's text.
-fn workboard_call<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
+fn workboard_call<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, reads: Reads) -> Decision<'a> {
     let dirs = workboard_scope::workspaces(call.tool, call.params);
     if let Some(d) = map_access::future_cwds(cx, call, dirs) {
         return d;
@@ -140,7 +141,7 @@ fn workboard_call<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) 
     if let Some(d) = cross_user_send::assignees(cx, call, &assigned) {
         return token_text::scan(d, cx, call);
     }
-    token_text::scan(workboard_scope::decide(cx, call, route), cx, call)
+    token_text::scan(workboard_scope::decide(cx, call, reads), cx, call)
 }
 
 /// `automations`, read as OpenClaw canonicalizes the call
@@ -149,7 +150,7 @@ fn workboard_call<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) 
 /// it runs as or a wake reaches (cross-user-send), then, under
 /// `protectMap: "strict"`, nothing that survived runs a command anyway;
 /// token-text on the job and the text.
-fn automations<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
+fn automations<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, reads: Reads) -> Decision<'a> {
     let job = crate::openclaw::cron::read(call.params);
     if let Some(d) = layer_controls::automation(cx, call, &job) {
         return d;
@@ -163,21 +164,21 @@ fn automations<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> 
         return token_text::scan(d, cx, call);
     }
     if protect_strict(cx.opts) && job.host_process().is_some() {
-        return map_access::exec(cx, call, route);
+        return map_access::exec(cx, call, reads);
     }
     token_text::scan(Decision::pass(), cx, call)
 }
 
 /// `sessions_send`: cross-user-send, then delegation-session; a token pasted
 /// into the message becomes its fingerprint (token-text).
-fn send<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decision<'a> {
+fn send<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: Reads) -> Decision<'a> {
     token_text::scan(cross_user_send::send(cx, call), cx, call)
 }
 
 /// `sessions_spawn`: the child's cwd (map-access) and runtime, then
 /// cross-user-send and spawn-redirect; token-text on the task, label and
 /// attachments.
-fn spawn<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decision<'a> {
+fn spawn<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: Reads) -> Decision<'a> {
     if let Some(d) = map_access::spawn_cwd(cx, call) {
         return d;
     }
@@ -190,14 +191,14 @@ fn spawn<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decision<'
 /// `exec`, `process`: refused outside a sandbox under `protectMap:
 /// "strict"` (map-access); else an exec that asks for a terminal carries
 /// the claw-identity sandbox's marker for one (sandbox-pty).
-fn shell<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
+fn shell<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, reads: Reads) -> Decision<'a> {
     if protect_strict(cx.opts) {
-        let d = map_access::exec(cx, call, route);
+        let d = map_access::exec(cx, call, reads);
         if d.is_block() {
             return d;
         }
     }
-    sandbox_pty::decide(cx, call, route)
+    sandbox_pty::decide(cx, call, reads)
 }
 
 /// The owned tools (`toolPrefix`): auth-token, then conversation-id. They

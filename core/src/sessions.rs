@@ -131,7 +131,7 @@ impl Known {
     /// Notes that the layer routed a send into the delegation session
     /// `session_key` and had it created (or found it there).
     pub fn note_made(&self, session_key: &str) {
-        let key = crate::rules::agent_ids::normalize_session_key(session_key);
+        let key = crate::openclaw::agent_ids::normalize_session_key(session_key);
         let mut made = self.made.write();
         if made.len() >= MAX_KNOWN && !made.contains(&key) {
             made.clear();
@@ -141,7 +141,7 @@ impl Known {
 
     /// Whether this layer made the delegation session `session_key`.
     pub fn made(&self, session_key: &str) -> bool {
-        let key = crate::rules::agent_ids::normalize_session_key(session_key);
+        let key = crate::openclaw::agent_ids::normalize_session_key(session_key);
         self.made.read().contains(&key)
     }
 

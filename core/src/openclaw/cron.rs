@@ -22,8 +22,8 @@
 
 use serde_json::{Map, Value};
 
+use super::params::Params;
 use crate::paths::js_trim;
-use crate::rules::Params;
 
 /// `CRON_FLAT_PAYLOAD_KEYS`.
 const FLAT_PAYLOAD_KEYS: [&str; 11] = [
@@ -463,7 +463,7 @@ pub struct Call {
 
 /// A param as `readToolStringParam` reads it: trimmed, the snake spelling too.
 fn string_param<'p>(params: &'p Params, camel: &str, snake: &str) -> Option<&'p str> {
-    crate::rules::agent_ids::str_param(params, camel, snake)
+    crate::openclaw::params::str_param(params, camel, snake)
 }
 
 /// Reads an `automations` call as OpenClaw's tool does before it acts.
@@ -505,7 +505,7 @@ pub fn read(params: &Params) -> Call {
 
 /// The agent a session key names (`agent:<id>:…`).
 fn key_agent(key: &str) -> Option<String> {
-    crate::rules::agent_ids::session_key_agent(js_trim(key))
+    crate::openclaw::agent_ids::session_key_agent(js_trim(key))
 }
 
 impl Call {

@@ -8,10 +8,12 @@
 //! (lib/plugin.js); what is here is what it does not offer.
 
 pub mod agent;
+pub mod agent_ids;
 pub mod base64;
 pub mod cli_backends;
 pub mod code_mode;
 pub mod cron;
+pub mod params;
 pub mod plugins;
 pub mod roster;
 pub mod sandbox_tools;

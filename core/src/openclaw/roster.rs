@@ -16,7 +16,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::rules::agent_ids::normalize_agent_id;
+use crate::openclaw::agent_ids::normalize_agent_id;
 
 /// `DEFAULT_AGENT_ID` (`agent-id-*.mjs`): what `normalizeAgentId` falls back
 /// to when nothing of an id is left, and the implicit agent of a config
@@ -223,7 +223,7 @@ pub fn ambient_owner_id(config: &Map<String, Value>) -> Option<String> {
         .and_then(|d| d.get("systemAgent"))
         .and_then(|s| s.get("agentId"))
         .and_then(Value::as_str)
-        .map(crate::rules::agent_ids::js_trim)
+        .map(crate::openclaw::agent_ids::js_trim)
         .filter(|s| !s.is_empty());
     if let Some(system) = system {
         return Some(agent_id(system));

@@ -14,9 +14,9 @@ use serde_json::Value;
 use super::config::{self, OpenClawConfig, PLUGIN_ID};
 use super::doctor::{self, Status};
 use super::{after_hook, mcp, Found, Live};
+use crate::openclaw::agent_ids::user_prefix;
 use crate::options::OnMissingToken;
 use crate::redact::shown;
-use crate::rules::agent_ids::user_prefix;
 use crate::token_map::{self, MapErrorKind};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

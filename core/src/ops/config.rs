@@ -6,8 +6,8 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use crate::agent_fs::{AgentFs, AgentFsTable, DefaultFs};
 use crate::protected::OpenClawFiles;
-use crate::rules::map_access::{AgentFs, AgentFsTable, DefaultFs};
 
 use serde_json::{Map, Value};
 
@@ -598,9 +598,7 @@ pub fn guarded_locations(
     crate::protected::locations(&opts.token_map_path, &files)
         .into_iter()
         .filter(|l| match l.guard {
-            crate::protected::Guard::Map => {
-                opts.protect_map != crate::rules::map_access::ProtectMap::Off
-            }
+            crate::protected::Guard::Map => opts.protect_map != crate::options::ProtectMap::Off,
             crate::protected::Guard::Layer => opts.rules.layer_controls.enabled,
         })
         .collect()

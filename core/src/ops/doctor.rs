@@ -535,7 +535,8 @@ pub(crate) fn posture_of(
 /// not contained (critical under `"enforce"`, which then serves no token; a
 /// warning under `"warn"`), or one line that every agent is.
 pub(crate) fn posture_findings(p: &crate::posture::Posture) -> Vec<Found> {
-    use crate::posture::{display, Containment, Mode};
+    use crate::options::PostureMode as Mode;
+    use crate::posture::{display, Containment};
     let Some(agents) = &p.agents else {
         return Vec::new();
     };
@@ -600,7 +601,7 @@ pub(crate) fn posture_findings(p: &crate::posture::Posture) -> Vec<Found> {
 /// Where it can't, the agent's turns fail (nothing runs on the host).
 pub(crate) fn sandbox_checks(
     c: &OpenClawConfig,
-    opts: &sandbox::SandboxOptions,
+    opts: &crate::options::SandboxOptions,
     probe: &sandbox::Probe,
 ) -> Vec<Check> {
     let ours: Vec<String> = c
@@ -650,7 +651,7 @@ pub(crate) fn sandbox_checks(
             Some(r.fix.clone()),
         ),
     }];
-    if opts.network == sandbox::Network::Host {
+    if opts.network == crate::options::Network::Host {
         out.push(check(
             Status::Warn,
             "sandbox",
@@ -1198,7 +1199,7 @@ mod tests {
         let c = OpenClawConfig::from_text(
             "{ agents: { defaults: { sandbox: { backend: 'Claw-Identity', mode: 'all' } }, entries: { a: {}, b: { sandbox: { mode: 'off' } }, c: { sandbox: { backend: 'docker' } } } } }",
         );
-        let opts = sandbox::SandboxOptions::default();
+        let opts = crate::options::SandboxOptions::default();
         let bad = sandbox_checks(&c, &opts, &probe(false));
         assert_eq!(bad.len(), 1);
         assert_eq!(bad[0].status, Status::Fail);
@@ -1217,8 +1218,8 @@ mod tests {
         assert_eq!(bad[0].fix.as_deref(), Some("install bubblewrap"));
         let good = sandbox_checks(&c, &opts, &probe(true));
         assert_eq!(good[0].status, Status::Ok);
-        let host = sandbox::SandboxOptions {
-            network: sandbox::Network::Host,
+        let host = crate::options::SandboxOptions {
+            network: crate::options::Network::Host,
             ..Default::default()
         };
         let warned = sandbox_checks(&c, &host, &probe(true));

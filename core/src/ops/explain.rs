@@ -13,12 +13,12 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::config::{self, OpenClawConfig};
+use crate::call::Missing;
 use crate::layer::Layer;
 use crate::log::Log;
 use crate::options::Options;
 use crate::pipeline::{self, Host, SessionEntry};
 use crate::redact::{self, shown};
-use crate::rules::auth_token::Missing;
 use crate::rules::{Decision, Params, TokenStatus, ToolCall, Verdict};
 use crate::token_map::is_token;
 

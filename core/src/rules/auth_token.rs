@@ -2,29 +2,15 @@
 //! gets the calling agent's token from the map, whatever the model wrote.
 
 use super::conversation_id::{self, Origin};
+use super::Reads;
 use super::{Context, Decision, Patch, Slot, TokenStatus, ToolCall, Verdict};
+use crate::call::Missing;
 use crate::options::OnMissingToken;
 use crate::redact::shown;
-use crate::route::Route;
+
 use crate::token_map::{Token, TokenMap};
 
-pub const RULE_ID: &str = "auth-token";
-
-/// Why an owned call has no token to inject.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Missing {
-    /// `ctx.agentId` was absent or not a string: the caller is unknown and not trusted.
-    NoAgentId,
-    /// No map was ever loaded (missing file, refused by the gate, invalid).
-    NoMap,
-    /// The agent is not in the map.
-    UnknownAgent,
-    /// The map has been unreadable for longer than `maxStaleSeconds`.
-    Stale,
-    /// An agent is not contained and `posture` is `"enforce"`: no token is
-    /// served to anyone (`crate::posture`).
-    Uncontained,
-}
+pub const RULE_ID: &str = crate::call::rule_id::AUTH_TOKEN;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome<'m> {
@@ -69,7 +55,7 @@ pub fn evaluate<'m>(
 /// one, never with whatever the model wrote; an unknown conversation is
 /// taken out the same way. Allocates nothing in the common case: the token
 /// and the conversation (the caller's session key) are borrowed.
-pub fn decide<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decision<'a> {
+pub fn decide<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: Reads) -> Decision<'a> {
     let opts = cx.opts;
     let view = cx.view;
     let mut patch = Patch::default();

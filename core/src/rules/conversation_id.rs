@@ -32,49 +32,17 @@
 
 use std::borrow::Cow;
 
-use serde::Deserialize;
+use crate::openclaw::agent_ids::{normalize_agent_id, session_key_agent, split_session_key};
 
-use super::agent_ids::{normalize_agent_id, session_key_agent, split_session_key};
-use super::cross_user_send::{reach, Access, Reach};
 use super::delegation_session;
 use super::{Context, ToolCall};
+use crate::options::rules::{reach, Access, Reach};
 use crate::sessions::Known;
 
-pub const RULE_ID: &str = "conversation-id";
-pub const DEFAULT_PARAM: &str = "_conversation_id";
-
+pub const RULE_ID: &str = crate::call::rule_id::CONVERSATION_ID;
 /// How many spawner links are followed before giving up (and using the
 /// session reached so far). OpenClaw's own spawn depth limit is lower.
 pub const MAX_HOPS: usize = 8;
-
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
-pub struct ConversationIdConfig {
-    pub enabled: bool,
-    /// The tool parameter that carries the conversation.
-    pub param: String,
-}
-
-impl Default for ConversationIdConfig {
-    fn default() -> Self {
-        ConversationIdConfig {
-            enabled: true,
-            param: DEFAULT_PARAM.to_owned(),
-        }
-    }
-}
-
-impl ConversationIdConfig {
-    pub fn validate(&self) -> Result<(), String> {
-        if self.param.is_empty() || self.param == "__proto__" {
-            return Err(format!(
-                "rules.conversationId.param \"{}\" is not a usable parameter name",
-                crate::redact::shown(&self.param)
-            ));
-        }
-        Ok(())
-    }
-}
 
 /// The originating conversation of a session, or the sub-agent session
 /// whose spawner must be looked up first.
@@ -371,7 +339,7 @@ mod tests {
 
     #[test]
     fn the_param_name_is_validated() {
-        let mut c = ConversationIdConfig::default();
+        let mut c = crate::options::rules::ConversationIdConfig::default();
         assert!(c.validate().is_ok());
         c.param = String::new();
         assert!(c.validate().is_err());

@@ -2,110 +2,20 @@
 //! only agents of the caller's own user, unless a grant in config says
 //! otherwise. Deny by default: a target that can't be resolved is refused.
 
-use std::collections::BTreeMap;
-
-use serde::Deserialize;
+use crate::options::rules::{reach, Access, CrossUserSendConfig, Reach};
 
 use serde_json::Value;
 
-use super::agent_ids::{
-    normalize_agent_id, owner_of, same_user, session_key_agent, str_param, user_prefix, Owner,
-};
 use super::conversation_id::{self, Origin};
 use super::{delegation_session, spawn_redirect};
 use super::{Context, Decision, EnsureSession, Params, Patch, SessionRef, ToolCall, Verdict};
+use crate::openclaw::agent_ids::{
+    normalize_agent_id, owner_of, session_key_agent, user_prefix, Owner,
+};
+use crate::openclaw::params::str_param;
 use crate::redact::scrub;
 
-pub const RULE_ID: &str = "cross-user-send";
-
-/// What a grant allows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Access {
-    Allow,
-    /// Ask the user (OpenClaw `requireApproval`) on every call.
-    Ask,
-}
-
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
-pub struct CrossUserSendConfig {
-    pub enabled: bool,
-    /// `{ "<from>": { "<to>": "allow" | "ask" } }`; each side is an agent id
-    /// or `<userprefix>--*` (every agent of that user).
-    pub grants: BTreeMap<String, BTreeMap<String, Access>>,
-}
-
-impl Default for CrossUserSendConfig {
-    fn default() -> Self {
-        CrossUserSendConfig {
-            enabled: true,
-            grants: BTreeMap::new(),
-        }
-    }
-}
-
-impl CrossUserSendConfig {
-    pub fn validate(&self) -> Result<(), String> {
-        for (from, tos) in &self.grants {
-            check_pattern(from)?;
-            for to in tos.keys() {
-                check_pattern(to)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// The grant from `caller` to `target`, if any. When several grants
-    /// match, the most restrictive wins: one `ask` outweighs any `allow`.
-    pub fn grant(&self, caller: &str, target: &str) -> Option<Access> {
-        let mut found = None;
-        for (from, tos) in &self.grants {
-            if !matches(from, caller) {
-                continue;
-            }
-            for (to, access) in tos {
-                if matches(to, target) {
-                    if *access == Access::Ask {
-                        return Some(Access::Ask);
-                    }
-                    found = Some(Access::Allow);
-                }
-            }
-        }
-        found
-    }
-}
-
-fn matches(pattern: &str, agent: &str) -> bool {
-    match pattern.strip_suffix("--*") {
-        Some(prefix) => user_prefix(agent) == Some(prefix),
-        None => pattern == agent,
-    }
-}
-
-fn check_pattern(p: &str) -> Result<(), String> {
-    let bad = |why: &str| {
-        Err(format!(
-            "rules.crossUserSend.grants: \"{}\" {why}; write an agent id (\"paco--francis\") or every agent of a user (\"paco--*\")",
-            crate::redact::shown(p)
-        ))
-    };
-    if let Some(prefix) = p.strip_suffix("--*") {
-        if prefix.is_empty()
-            || normalize_agent_id(prefix).as_deref() != Some(prefix)
-            || prefix.contains("--")
-            || prefix.ends_with('-')
-        {
-            return bad("is not a valid <userprefix>--* pattern (the prefix is what comes before the first --)");
-        }
-        return Ok(());
-    }
-    if normalize_agent_id(p).as_deref() != Some(p) {
-        return bad("is not an agent id in OpenClaw's canonical form (lowercase a-z, 0-9, _ and -, at most 64)");
-    }
-    Ok(())
-}
+pub const RULE_ID: &str = crate::call::rule_id::CROSS_USER_SEND;
 
 /// The agents a `sessions_send` reaches, as OpenClaw resolves them: the
 /// agent of `sessionKey` when it is given (OpenClaw then uses `agentId` only
@@ -161,25 +71,6 @@ pub fn spawn_target(params: &Params) -> Result<Option<String>, Unresolved> {
         Some(raw) => normalize_agent_id(raw)
             .map(Some)
             .ok_or(Unresolved::BadAgentId),
-    }
-}
-
-/// The verdict of this rule for one caller → target pair.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reach {
-    /// The caller itself, or another agent of the same user.
-    SameUser,
-    Granted(Access),
-    Denied,
-}
-
-pub fn reach(cfg: &CrossUserSendConfig, caller: &str, target: &str) -> Reach {
-    if caller == target || same_user(caller, target) {
-        return Reach::SameUser;
-    }
-    match cfg.grant(caller, target) {
-        Some(a) => Reach::Granted(a),
-        None => Reach::Denied,
     }
 }
 

@@ -11,27 +11,14 @@
 //! `acp`, `subagent:`, `cron:`) can match inside it:
 //! `[a-z0-9-]` stay, `:` becomes `.`, every other byte becomes `_` + 2 hex.
 
-use serde::Deserialize;
-
-use super::agent_ids::{normalize_session_key, split_session_key, str_param};
 use super::Params;
+use crate::openclaw::agent_ids::{normalize_session_key, split_session_key};
+use crate::openclaw::params::str_param;
 
-pub const RULE_ID: &str = "delegation-session";
+pub const RULE_ID: &str = crate::call::rule_id::DELEGATION_SESSION;
 
 /// The segment after the agent id that marks a delegation key.
 pub const KEY_TAG: &str = "delegation";
-
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
-pub struct DelegationSessionConfig {
-    pub enabled: bool,
-}
-
-impl Default for DelegationSessionConfig {
-    fn default() -> Self {
-        DelegationSessionConfig { enabled: true }
-    }
-}
 
 /// The dedicated session of `conversation` with `specialist` (a normalized agent id).
 pub fn delegation_key(specialist: &str, conversation: &str) -> String {

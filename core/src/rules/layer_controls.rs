@@ -20,36 +20,23 @@
 //!
 //! Where each fact comes from is in docs/rules.md.
 
+use super::Reads;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
 use serde_json::Value;
 
-use super::agent_ids::str_param;
 use super::{Context, Decision, ToolCall};
+use crate::openclaw::params::str_param;
 use crate::paths;
 use crate::redact::shown;
-use crate::route::Route;
 
-pub const RULE_ID: &str = "layer-controls";
+pub const RULE_ID: &str = crate::call::rule_id::LAYER_CONTROLS;
 
 /// This plugin's id, as OpenClaw's `plugins` tool normalizes ids (lowercased).
 pub const PLUGIN_ID: &str = "claw-identity";
 
 /// The id of OpenClaw's system agent (`SYSTEM_AGENT_ID`).
 pub const SYSTEM_AGENT_ID: &str = "openclaw";
-
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
-pub struct LayerControlsConfig {
-    pub enabled: bool,
-}
-
-impl Default for LayerControlsConfig {
-    fn default() -> Self {
-        LayerControlsConfig { enabled: true }
-    }
-}
 
 fn refused<'a>(what: String) -> Decision<'a> {
     Decision::block(
@@ -61,7 +48,7 @@ fn refused<'a>(what: String) -> Decision<'a> {
 /// `plugins` (`createPluginsTool`, `openclaw-tools-*.mjs`): actions
 /// `disable`, `uninstall` and `reload` of this plugin, and `install` and
 /// `enable` of any plugin, are refused; `list`, `inspect`, `search` pass.
-pub fn plugins<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decision<'a> {
+pub fn plugins<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: Reads) -> Decision<'a> {
     if !cx.opts.rules.layer_controls.enabled {
         return Decision::pass();
     }
@@ -128,7 +115,7 @@ fn touches_plugins(path: &str) -> bool {
 /// it is told without a human) is refused; in the system agent's own turn
 /// (`ctx.agentId` "openclaw", the ring-zero tool), setting anything under
 /// `plugins` and installing, activating or uninstalling a plugin are refused.
-pub fn openclaw<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decision<'a> {
+pub fn openclaw<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: Reads) -> Decision<'a> {
     if !cx.opts.rules.layer_controls.enabled {
         return Decision::pass();
     }

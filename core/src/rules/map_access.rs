@@ -27,220 +27,22 @@
 //! (docs/threat-model.md). `protectMap: "strict"` refuses them to agents
 //! outside OpenClaw's sandbox.
 
-use std::borrow::Cow;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Context, Decision, Params, ToolCall};
+use super::{Context, Decision, Params, Reads, ToolCall};
+use crate::options::ProtectMap;
 use crate::paths;
+use crate::protected::resolved::{reaches, Access};
 use crate::protected::{Guard, Location};
 use crate::redact::shown;
-use crate::route::Route;
-use crate::sys;
 
-pub const RULE_ID: &str = "map-access";
+pub const RULE_ID: &str = crate::call::rule_id::MAP_ACCESS;
 
 /// Tools that run a shell or a program: no path check can see what they
 /// open. `protectMap: "strict"` blocks them for agents without a sandbox.
 pub const EXEC_TOOLS: [&str; 4] = ["exec", "bash", "process", "terminal"];
-
-/// `protectMap`: how far the layer keeps the map from the agents' tools.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum ProtectMap {
-    /// No path guard for the map (the result redaction is separate).
-    Off,
-    /// Block tool calls whose paths reach the map (the default).
-    #[default]
-    Paths,
-    /// `paths`, and block shells for agents not known to run in OpenClaw's
-    /// sandbox.
-    Strict,
-}
-
-/// What a tool does with a path it names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    /// Reads the file (or uploads it somewhere).
-    Read,
-    /// Lists the directory.
-    List,
-    /// Reads every file under it (grep, find, a directory fetch), or runs
-    /// there (a spawned child's cwd, a shell's workdir).
-    Search,
-    /// Creates, changes, moves or deletes it.
-    Write,
-}
-
-impl Location {
-    fn refuses(&self, access: Access) -> bool {
-        self.secret || access == Access::Write
-    }
-}
-
-/// A location as it is now: its real path and identity, where it exists.
-#[derive(Debug, Clone)]
-struct Resolved {
-    loc: Location,
-    /// Its path and its real path, in the form paths are compared in
-    /// (`paths::key`: on Windows, case and the names Win32 strips folded).
-    spots: Vec<PathBuf>,
-    id: Option<(u64, u64)>,
-}
-
-/// The protected locations, resolved; made again at least every
-/// [`REFRESH`] and whenever the map's watcher saw a change.
-#[derive(Debug)]
-pub struct Protected {
-    items: Vec<Resolved>,
-    made: Instant,
-    generation: u64,
-}
-
-/// How long a resolved set of protected locations is used: a rotation of
-/// the map changes its inode, a re-pointed symlink its real path. The
-/// lexical paths, which catch most, never go stale.
-pub const REFRESH: Duration = Duration::from_millis(500);
-
-impl Protected {
-    pub fn resolve(locations: &[Location], generation: u64) -> Protected {
-        let items = locations
-            .iter()
-            .map(|loc| {
-                let (real, id) = match sys::real_path(&loc.path) {
-                    Ok((real, st)) => (Some(real), Some((st.dev, st.ino))),
-                    Err(_) => (
-                        // Missing: its directory's real path, and the rest as named.
-                        Some(kernel_path(&loc.path)).filter(|r| *r != loc.path),
-                        None,
-                    ),
-                };
-                let spots = std::iter::once(&loc.path)
-                    .chain(real.as_ref())
-                    .map(|p| paths::key(p).into_owned())
-                    .collect();
-                Resolved {
-                    loc: loc.clone(),
-                    spots,
-                    id,
-                }
-            })
-            .collect();
-        Protected {
-            items,
-            made: Instant::now(),
-            generation,
-        }
-    }
-
-    pub fn fresh(&self, generation: u64) -> bool {
-        self.generation == generation && self.made.elapsed() < REFRESH
-    }
-}
-
-/// What the rule knows of each agent's file system, from OpenClaw's config
-/// (the hook's ctx has no workspace): where its tools run.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct AgentFs {
-    /// The run's cwd (`agents.entries.<id>.cwd`, else `agents.defaults.cwd`).
-    pub cwd: Option<PathBuf>,
-    /// Its workspace: OpenClaw's own answer (`resolveAgentWorkspaceDir`,
-    /// handed over by the plugin), or every workspace OpenClaw may pick
-    /// where that answer is not at hand.
-    pub workspaces: Vec<PathBuf>,
-    /// Whether every session of the agent runs in OpenClaw's sandbox
-    /// (`sandbox.mode: "all"`), so its shells can't see the host's files.
-    pub sandboxed: bool,
-}
-
-/// Per-agent file-system facts, set by the plugin from OpenClaw's config.
-#[derive(Debug, Clone, Default)]
-pub struct AgentFsTable {
-    pub agents: HashMap<String, AgentFs>,
-    /// For an agent the config doesn't list.
-    pub default: DefaultFs,
-}
-
-/// What an agent the config doesn't list gets: the defaults' cwd and
-/// sandbox, and the workspaces `resolveAgentWorkspaceDir`
-/// (`agent-scope-config-*.mjs`) may give any agent id.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct DefaultFs {
-    pub cwd: Option<PathBuf>,
-    pub sandboxed: bool,
-    /// `agents.defaults.workspace`: the owner agent's workspace itself, and
-    /// `<it>/<id>` for the others.
-    pub defaults_workspace: Option<PathBuf>,
-    /// The owner agent's when `agents.defaults.workspace` is unset
-    /// (`resolveDefaultAgentWorkspaceDir`): `OPENCLAW_WORKSPACE_DIR`, else
-    /// `<stateDir>/workspace` or the profile's.
-    pub env_workspaces: Vec<PathBuf>,
-    /// `<stateDir>`, for `<stateDir>/workspace-<id>`.
-    pub state_dir: PathBuf,
-}
-
-impl DefaultFs {
-    /// Every workspace OpenClaw may give agent `id` (whether it is the
-    /// owner agent depends on state OpenClaw keeps to itself).
-    pub fn workspaces_of(&self, id: &str) -> Vec<PathBuf> {
-        let mut out = Vec::new();
-        match &self.defaults_workspace {
-            Some(w) => {
-                out.push(w.clone());
-                out.push(w.join(id));
-            }
-            None => {
-                out.extend(self.env_workspaces.iter().cloned());
-                out.push(self.state_dir.join(format!("workspace-{id}")));
-            }
-        }
-        out
-    }
-}
-
-impl AgentFsTable {
-    /// Where `agent`'s tools run.
-    pub fn get(&self, agent: Option<&str>) -> Cow<'_, AgentFs> {
-        if let Some(a) = agent.and_then(|a| self.agents.get(a)) {
-            return Cow::Borrowed(a);
-        }
-        let d = &self.default;
-        Cow::Owned(AgentFs {
-            cwd: d.cwd.clone(),
-            workspaces: agent.map(|id| d.workspaces_of(id)).unwrap_or_default(),
-            sandboxed: d.sandboxed,
-        })
-    }
-}
-
-/// What the rule knows of the host: the agents' file systems, and the
-/// locations it keeps out of their reach.
-#[derive(Debug, Default)]
-pub struct Facts {
-    pub agents: AgentFsTable,
-    pub locations: Vec<Location>,
-    /// The resolved locations, remade when stale.
-    pub resolved: parking_lot::Mutex<Option<Arc<Protected>>>,
-}
-
-impl Facts {
-    /// The protected locations, resolved now or recently (`generation`: the
-    /// map watcher's count of changes).
-    fn protected(&self, generation: u64) -> Arc<Protected> {
-        let mut slot = self.resolved.lock();
-        if let Some(p) = slot.as_ref().filter(|p| p.fresh(generation)) {
-            return p.clone();
-        }
-        let p = Arc::new(Protected::resolve(&self.locations, generation));
-        *slot = Some(p.clone());
-        p
-    }
-}
 
 /// The directories a relative path of `agent`'s tools is resolved against,
 /// as OpenClaw picks them (`createOpenClawCodingToolsInternal`'s
@@ -364,113 +166,6 @@ fn absolutes(
     }
     out.dedup();
     out
-}
-
-/// `path` as the kernel resolves it, as far as it exists (symlinks, then
-/// `..` after them); the rest appended as named. A dangling symlink is
-/// followed too: a write through it creates its target.
-fn kernel_path(path: &Path) -> PathBuf {
-    kernel_path_hops(path, 0).0
-}
-
-/// [`kernel_path`], with the identity (device, inode) of what it names when
-/// all of it exists: the file a tool would open.
-fn kernel_path_hops(path: &Path, hops: usize) -> (PathBuf, Option<(u64, u64)>) {
-    if let Ok((real, st)) = sys::real_path(path) {
-        return (real, Some((st.dev, st.ino)));
-    }
-    if hops < 40 {
-        if let Some(target) = sys::link_target(path) {
-            let parent = paths::parent_of(path);
-            return kernel_path_hops(&paths::resolve(&parent, &target), hops + 1);
-        }
-    }
-    match (path.parent(), path.file_name()) {
-        (Some(parent), Some(name)) if parent != path => {
-            (kernel_path_hops(parent, hops).0.join(name), None)
-        }
-        _ => (path.to_path_buf(), None),
-    }
-}
-
-/// A path's bytes, without a trailing separator (but the root's): the form
-/// [`is_under`] compares, far cheaper than `Path`'s component walk, on the
-/// every-call path with a hundred locations.
-fn bytes(p: &Path) -> &[u8] {
-    let b = p.as_os_str().as_encoded_bytes();
-    match b {
-        [rest @ .., b'/'] if !rest.is_empty() => rest,
-        _ => b,
-    }
-}
-
-/// Whether `p` is `s` or below it, for absolute, lexically normal paths
-/// (what `Path::starts_with` says of them).
-fn is_under(p: &[u8], s: &[u8]) -> bool {
-    p.starts_with(s) && (p.len() == s.len() || s.last() == Some(&b'/') || p[s.len()] == b'/')
-}
-
-/// Whether `p` is the directory holding `s` (`s.parent() == Some(p)`).
-fn is_parent(p: &[u8], s: &[u8]) -> bool {
-    s.len() > p.len() && is_under(s, p) && {
-        let rest = &s[p.len()..];
-        let rest = rest.strip_prefix(b"/").unwrap_or(rest);
-        !rest.is_empty() && !rest.contains(&b'/')
-    }
-}
-
-/// Why `abs`, opened for `access`, reaches a protected location, if it does.
-fn reaches<'p>(
-    abs: &Path,
-    access: Access,
-    prot: &'p Protected,
-    guards: &[Guard],
-) -> Option<(&'p Location, &'static str)> {
-    // The identity comes with the real path (one `open`): no second `stat`.
-    let (real, own) = kernel_path_hops(abs, 0);
-    let parent = sys::stat(&paths::parent_of(&real))
-        .ok()
-        .map(|s| (s.dev, s.ino));
-    let (real, abs) = (paths::key(&real), paths::key(abs));
-    let (real, abs) = (bytes(&real), bytes(&abs));
-    for item in prot.items.iter().filter(|i| guards.contains(&i.loc.guard)) {
-        let loc = &item.loc;
-        let spots = item.spots.iter().map(|s| bytes(s));
-        let same = |p: &[u8]| spots.clone().any(|s| s == p);
-        let under = |p: &[u8]| spots.clone().any(|s| is_under(p, s));
-        let above = |p: &[u8]| spots.clone().any(|s| is_under(s, p) && s != p);
-        if loc.refuses(access) {
-            if loc.dir {
-                if under(real) || under(abs) || (own.is_some() && own == item.id) {
-                    return Some((loc, "is or is inside"));
-                }
-                if parent.is_some() && parent == item.id {
-                    return Some((loc, "is inside"));
-                }
-            } else if same(real) || same(abs) || (own.is_some() && own == item.id) {
-                return Some((loc, "is"));
-            }
-        }
-        // A tree read reaches everything below; a listing names what is
-        // directly inside.
-        if access == Access::Search && loc.secret && (above(real) || above(abs)) {
-            return Some((loc, "holds"));
-        }
-        let names = |p: &[u8]| spots.clone().any(|s| is_parent(p, s));
-        if access == Access::List && loc.secret && (names(real) || names(abs)) {
-            return Some((loc, "lists"));
-        }
-        // No tool writes a directory above the map (as before: a writer
-        // must not get near it).
-        if access == Access::Write
-            && loc.guard == Guard::Map
-            && loc.dir
-            && (above(real) || above(abs))
-        {
-            return Some((loc, "is a directory above"));
-        }
-    }
-    None
 }
 
 /// A string, the strings of a list, or the path-like strings of each
@@ -631,41 +326,41 @@ fn unreadable_reason(rule: &str, tool: &str, raw: &str, why: &str) -> String {
 }
 
 /// Tools that read the files they name (`read`, `memory_get`).
-pub fn read<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
+pub fn read<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, reads: Reads) -> Decision<'a> {
     decide_paths(
         cx,
         call,
-        named(route.reads, call.params),
+        named(reads, call.params),
         Reading::File,
         Access::Read,
     )
 }
 
 /// `ls`: lists the directory it names, or its own.
-pub fn list<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
+pub fn list<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, reads: Reads) -> Decision<'a> {
     decide_paths(
         cx,
         call,
-        named(route.reads, call.params),
+        named(reads, call.params),
         Reading::File,
         Access::List,
     )
 }
 
 /// `grep`, `find`: read the tree they name, or their own directory's.
-pub fn search<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
+pub fn search<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, reads: Reads) -> Decision<'a> {
     decide_paths(
         cx,
         call,
-        named(route.reads, call.params),
+        named(reads, call.params),
         Reading::File,
         Access::Search,
     )
 }
 
 /// `write`, `edit`: change the files they name.
-pub fn write<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
-    let raw = named(route.reads, call.params);
+pub fn write<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, reads: Reads) -> Decision<'a> {
+    let raw = named(reads, call.params);
     if raw.is_empty() {
         return Decision::pass(); // OpenClaw refuses a write without a path
     }
@@ -675,9 +370,9 @@ pub fn write<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> De
 /// `apply_patch`: every path its headers name, and every path OpenClaw
 /// derived from them for the policy tier (`event.derivedPaths`, absolute,
 /// resolved against the run's own directory): both are checked.
-pub fn patch<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
+pub fn patch<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, reads: Reads) -> Decision<'a> {
     let mut raw: Vec<&str> = Vec::new();
-    for name in route.reads {
+    for name in reads {
         if let Some(Value::String(body)) = call.params.get(*name) {
             raw.extend(patch_paths(body));
         }
@@ -690,8 +385,8 @@ pub fn patch<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> De
 }
 
 /// The media tools: read the files they name.
-pub fn media<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
-    let raw = named(route.reads, call.params);
+pub fn media<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, reads: Reads) -> Decision<'a> {
+    let raw = named(reads, call.params);
     if raw.is_empty() {
         return Decision::pass();
     }
@@ -699,8 +394,8 @@ pub fn media<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> De
 }
 
 /// `message`: reads the files it attaches and sends them to a chat.
-pub fn message<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
-    let raw = named(route.reads, call.params);
+pub fn message<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, reads: Reads) -> Decision<'a> {
+    let raw = named(reads, call.params);
     if raw.is_empty() {
         return Decision::pass();
     }
@@ -709,8 +404,8 @@ pub fn message<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> 
 
 /// Tools whose paths are on a paired node or in the browser's sandboxed
 /// folders, which may be this host: read as absolute host paths.
-pub fn node_files<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
-    let raw = named(route.reads, call.params);
+pub fn node_files<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, reads: Reads) -> Decision<'a> {
+    let raw = named(reads, call.params);
     if raw.is_empty() {
         return Decision::pass();
     }
@@ -725,8 +420,8 @@ pub fn node_files<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) 
 
 /// `nodes` writes a screen capture to `outPath` on the gateway host,
 /// relative to the gateway's cwd.
-pub fn node_output<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route) -> Decision<'a> {
-    let raw = named(route.reads, call.params);
+pub fn node_output<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, reads: Reads) -> Decision<'a> {
+    let raw = named(reads, call.params);
     if raw.is_empty() {
         return Decision::pass();
     }
@@ -735,7 +430,7 @@ pub fn node_output<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, route: &Route)
 
 /// The `browser` tool: `path` is where a download or a screenshot is
 /// written, `paths` files it uploads.
-pub fn browser<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decision<'a> {
+pub fn browser<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: Reads) -> Decision<'a> {
     let out = named(&["path"], call.params);
     if !out.is_empty() {
         let d = decide_paths(cx, call, out, Reading::Media, Access::Write);
@@ -795,13 +490,13 @@ pub fn future_cwds<'a>(
 /// `suggest_task`: records a follow-up whose session, once the operator
 /// accepts it, runs in `cwd` (`createTaskSuggestionTools`,
 /// openclaw-tools-*.mjs).
-pub fn suggest_task<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decision<'a> {
+pub fn suggest_task<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: Reads) -> Decision<'a> {
     future_cwds(cx, call, named(&["cwd"], call.params)).unwrap_or_else(Decision::pass)
 }
 
 /// A shell or a program, under `protectMap: "strict"`: refused to agents not
 /// known to run in OpenClaw's sandbox.
-pub fn exec<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decision<'a> {
+pub fn exec<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: Reads) -> Decision<'a> {
     if cx.fs.agents.get(call.agent_id).sandboxed {
         return Decision::pass();
     }
@@ -826,7 +521,7 @@ pub fn spawn_runtime<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>) -> Option<De
     // start one (`resolveSpawnSandboxError`, `subagent-spawn-ownership-*.mjs`):
     // under an enforced posture no agent may.
     let p = &cx.posture.posture;
-    if p.judged() && p.mode == crate::posture::Mode::Enforce {
+    if p.judged() && p.mode == crate::options::PostureMode::Enforce {
         return Some(Decision::block(
             crate::posture::RULE_ID,
             format!(
@@ -878,31 +573,3 @@ fn reason(tool: &str, raw: &str, how: &str, loc: &Location) -> String {
 
 #[cfg(test)]
 mod tests;
-
-#[cfg(test)]
-mod byte_paths {
-    use super::*;
-
-    /// The byte comparisons say what `Path` says of normal absolute paths.
-    #[test]
-    fn byte_comparisons_agree_with_path() {
-        let ps = ["/", "/a", "/a/b", "/a/bc", "/ab", "/a/b/c", "/C:/x", "/C:"];
-        for p in ps {
-            for s in ps {
-                let (pp, sp) = (Path::new(p), Path::new(s));
-                assert_eq!(
-                    is_under(bytes(pp), bytes(sp)),
-                    pp.starts_with(sp),
-                    "{p} under {s}"
-                );
-                assert_eq!(
-                    is_parent(bytes(pp), bytes(sp)),
-                    sp.parent() == Some(pp),
-                    "{p} parent of {s}"
-                );
-            }
-        }
-        assert_eq!(bytes(Path::new("/a/b/")), b"/a/b");
-        assert_eq!(bytes(Path::new("/")), b"/");
-    }
-}

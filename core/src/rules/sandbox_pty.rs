@@ -8,18 +8,19 @@
 //! of its own. On the gateway's host OpenClaw opens the terminal itself, and
 //! the marker is one more variable.
 
+use super::Reads;
 use serde_json::Value;
 
 use super::{Context, Decision, Patch, ToolCall};
-use crate::route::Route;
+
 use crate::sandbox::PTY_MARKER;
 
-pub const RULE_ID: &str = "sandbox-pty";
+pub const RULE_ID: &str = crate::call::rule_id::SANDBOX_PTY;
 
 /// The params this rule reads.
 pub const READS: &[&str] = &["pty", "env"];
 
-pub fn decide<'a>(_: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decision<'a> {
+pub fn decide<'a>(_: &Context<'_, 'a>, call: &ToolCall<'a>, _: Reads) -> Decision<'a> {
     if call.tool != "exec" || call.params.get("pty") != Some(&Value::Bool(true)) {
         return Decision::pass();
     }

@@ -13,12 +13,13 @@
 //! form to use. The tools and how OpenClaw resolves each param are listed
 //! in docs/rules.md.
 
+use super::Reads;
 use serde_json::Value;
 
-use super::agent_ids::{js_trim, normalize_agent_id, session_key_agent, str_param};
 use super::cross_user_send::{self, RULE_ID};
 use super::{Context, Decision, Params, Patch, ToolCall};
-use crate::route::Route;
+use crate::openclaw::agent_ids::{js_trim, normalize_agent_id, session_key_agent};
+use crate::openclaw::params::str_param;
 
 /// The session tools this rule guards: those whose `sessionKey` names one
 /// session (absent: the current one), and `sessions_list`, whose `agentId`
@@ -58,7 +59,7 @@ fn new_owner<'p>(tool: &str, params: &'p Params) -> Option<&'p str> {
 /// The rule for the session tools other than sends: the caller may reach
 /// only agents the same-user rule and the grants allow, and a listing is
 /// narrowed to the caller with OpenClaw's own `agentId` filter.
-pub fn decide<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decision<'a> {
+pub fn decide<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: Reads) -> Decision<'a> {
     if let Some(owner) = new_owner(call.tool, call.params) {
         if let Some(d) = cross_user_send::assignees(cx, call, &[owner]) {
             return d;
@@ -130,7 +131,7 @@ pub fn evaluate(tool: &str, params: &Params) -> Result<Reaches, Unchecked> {
     if tool == LIST_TOOL {
         return match str_param(params, "agentId", "agent_id") {
             None => Ok(Reaches::Everyone),
-            Some(raw) => super::agent_ids::normalize_agent_id(raw)
+            Some(raw) => crate::openclaw::agent_ids::normalize_agent_id(raw)
                 .map(|a| Reaches::Agents(vec![a]))
                 .ok_or(Unchecked::BadAgentId),
         };

@@ -6,30 +6,17 @@
 //! correctly in the same turn. A spawn without `agentId`, or with the
 //! caller's own id, is the caller's own worker and passes.
 
-use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::agent_ids::str_param;
 use super::Params;
+use crate::openclaw::params::str_param;
 use crate::redact::{scrub, shown};
 
-pub const RULE_ID: &str = "spawn-redirect";
+pub const RULE_ID: &str = crate::call::rule_id::SPAWN_REDIRECT;
 
 /// A task longer than this is not repeated in the reason (the model still
 /// has it); the reason then asks for it unchanged.
 pub const MAX_QUOTED_TASK_CHARS: usize = 4000;
-
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
-pub struct SpawnRedirectConfig {
-    pub enabled: bool,
-}
-
-impl Default for SpawnRedirectConfig {
-    fn default() -> Self {
-        SpawnRedirectConfig { enabled: true }
-    }
-}
 
 /// The block reason for a spawn of `target`. `session_key` is the dedicated
 /// session the send will use (left out when unknown, or when it can't be

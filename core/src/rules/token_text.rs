@@ -21,6 +21,7 @@
 //! counts and logs. The rule rides on the decision of the rule that routes
 //! the call (for the Workboard tools no other rule reads, its own row).
 
+use super::Reads;
 use std::borrow::Cow;
 
 use serde_json::Value;
@@ -28,9 +29,8 @@ use serde_json::Value;
 use super::{Context, Decision, Patch, ToolCall, Verdict};
 use crate::openclaw::base64;
 use crate::redact::results::{Hits, Redactor};
-use crate::route::Route;
 
-pub const RULE_ID: &str = "token-text";
+pub const RULE_ID: &str = crate::call::rule_id::TOKEN_TEXT;
 
 /// `sessions_send`: what the other agent's model reads.
 pub const SEND_SCANS: &[&str] = &["message"];
@@ -184,7 +184,7 @@ fn redact(r: &Redactor, field: &str, value: &mut Value, hits: &mut Hits) -> bool
                 let base64 = a
                     .get("encoding")
                     .and_then(Value::as_str)
-                    .is_some_and(|e| super::agent_ids::js_trim(e) == "base64");
+                    .is_some_and(|e| crate::openclaw::agent_ids::js_trim(e) == "base64");
                 if base64 {
                     if let Some(Value::String(content)) = a.get_mut("content") {
                         changed |= redact_base64(r, content, hits);
@@ -224,7 +224,7 @@ fn redact_base64(r: &Redactor, text: &mut String, hits: &mut Hits) -> bool {
 }
 
 /// The row of the Workboard tools only this rule reads.
-pub fn decide<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decision<'a> {
+pub fn decide<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: Reads) -> Decision<'a> {
     scan(Decision::pass(), cx, call)
 }
 

@@ -11,16 +11,14 @@
 //! prefix are left alone. Workboard's schemas are strict, so the rule only
 //! ever sets keys they declare.
 
-use serde::Deserialize;
+use super::Reads;
+use crate::options::rules::WorkboardScopeConfig;
 use serde_json::Value;
 
-use super::agent_ids::{js_trim, normalize_agent_id, user_prefix};
 use super::{Context, Decision, Params, Patch, ToolCall};
-use crate::route::Route;
+use crate::openclaw::agent_ids::js_trim;
 
-pub const RULE_ID: &str = "workboard-scope";
-pub const DEFAULT_BOARD_PREFIX: &str = "wb_";
-
+pub const RULE_ID: &str = crate::call::rule_id::WORKBOARD_SCOPE;
 /// Tools whose top-level `boardId` selects the board.
 pub const BOARD_TOOLS: [&str; 8] = [
     "workboard_list",
@@ -135,7 +133,7 @@ pub fn workspaces<'p>(tool: &str, params: &'p Params) -> Vec<&'p str> {
 }
 
 /// The rule's decision for a Workboard call.
-pub fn decide<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decision<'a> {
+pub fn decide<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: Reads) -> Decision<'a> {
     if !cx.opts.rules.workboard_scope.enabled {
         return Decision::pass();
     }
@@ -154,59 +152,6 @@ pub fn decide<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: &Route) -> Decis
         ),
         Scope::Refuse(reason) => Decision::block(RULE_ID, reason),
         Scope::Leave => Decision::pass(),
-    }
-}
-
-/// Workboard's board id grammar: `^[a-z0-9][a-z0-9._-]{0,79}$`.
-fn is_board_id(id: &str) -> bool {
-    let b = id.as_bytes();
-    !b.is_empty()
-        && b.len() <= 80
-        && (b[0].is_ascii_lowercase() || b[0].is_ascii_digit())
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || b"._-".contains(c))
-}
-
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
-pub struct WorkboardScopeConfig {
-    pub enabled: bool,
-    /// Prepended to the user prefix to make the board id.
-    pub board_prefix: String,
-}
-
-impl Default for WorkboardScopeConfig {
-    fn default() -> Self {
-        WorkboardScopeConfig {
-            enabled: true,
-            board_prefix: DEFAULT_BOARD_PREFIX.to_owned(),
-        }
-    }
-}
-
-impl WorkboardScopeConfig {
-    pub fn validate(&self) -> Result<(), String> {
-        // The shortest user prefix is one character: "<boardPrefix>a" must be a board id.
-        // Non-empty: a bare user prefix could name a shared board ("default").
-        if self.board_prefix.is_empty()
-            || self.board_prefix.len() > 40
-            || !is_board_id(&format!("{}a", self.board_prefix))
-        {
-            return Err(format!(
-                "rules.workboardScope.boardPrefix \"{}\" can't start a Workboard board id (^[a-z0-9][a-z0-9._-]{{0,79}}$; the prefix must be 1 to 40 characters)",
-                crate::redact::shown(&self.board_prefix)
-            ));
-        }
-        Ok(())
-    }
-
-    /// The board of `agent_id`'s user, if it has one.
-    pub fn board_of(&self, agent_id: &str) -> Option<String> {
-        let agent = normalize_agent_id(agent_id)?;
-        let board = format!("{}{}", self.board_prefix, user_prefix(&agent)?);
-        // A user prefix is [a-z0-9_-] and at most 61 long: always a board id
-        // after a valid boardPrefix; checked anyway, a wrong id must never pass.
-        is_board_id(&board).then_some(board)
     }
 }
 
@@ -419,7 +364,9 @@ mod tests {
         assert_eq!(c.board_of("Paco--Francis").as_deref(), Some("wb_paco"));
         assert_eq!(c.board_of("paco_2--x").as_deref(), Some("wb_paco_2"));
         let long = format!("{}--x", "p".repeat(61));
-        assert!(c.board_of(&long).is_some_and(|b| is_board_id(&b)));
+        assert!(c
+            .board_of(&long)
+            .is_some_and(|b| crate::options::rules::is_board_id(&b)));
         for bad in ["", "_x", "WB_", "wb:", &"w".repeat(41)] {
             let c = WorkboardScopeConfig {
                 enabled: true,

@@ -27,6 +27,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::options::{Network, SandboxOptions};
 use crate::protected::{Guard, Location};
 
 mod host;
@@ -43,29 +44,6 @@ pub const BACKEND_ID: &str = "claw-identity";
 /// The variable rule `sandbox-pty` sets in the env of an `exec` that asks
 /// for a terminal: the one way that ask reaches a backend.
 pub const PTY_MARKER: &str = "CLAW_IDENTITY_SANDBOX_PTY";
-
-/// `sandbox.network`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Network {
-    /// A network namespace of its own: only its own loopback. The gateway,
-    /// other local services and abstract sockets are out of reach.
-    #[default]
-    None,
-    /// The host's network, the gateway's loopback port included.
-    Host,
-}
-
-/// The plugin's `sandbox` options.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
-pub struct SandboxOptions {
-    pub network: Network,
-    /// Where bwrap is; else the first `bwrap` on the gateway's `PATH`.
-    pub bwrap: Option<PathBuf>,
-    /// More host paths to show empty inside.
-    pub hide: Vec<PathBuf>,
-}
 
 /// Why the backend refuses to run a command, and what the operator does.
 #[derive(Debug, Clone, PartialEq, Eq)]

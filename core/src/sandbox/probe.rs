@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 
 use parking_lot::Mutex;
 
-use super::{plan, refuse, HostView, Inputs, Kind, Refusal, SandboxOptions};
+use super::{plan, refuse, HostView, Inputs, Kind, Refusal};
+use crate::options::SandboxOptions;
 use crate::protected::Guard;
 
 /// The outcome of a probe.

@@ -7,8 +7,10 @@ use std::os::unix::fs::symlink;
 use serde_json::json;
 
 use super::*;
+use crate::agent_fs::{AgentFs, AgentFsTable, DefaultFs};
 use crate::options::Options;
 use crate::protected::map_locations;
+use crate::protected::resolved::Facts;
 use crate::rules::{MapView, Verdict};
 use crate::sessions::{Host, Known, SessionEntry};
 use crate::token_map::TokenMap;
@@ -168,7 +170,7 @@ impl Fixture {
             host: &host,
             generation: 0,
             posture: &crate::posture::Judged::new(crate::posture::Posture::unjudged(
-                crate::posture::Mode::Enforce,
+                crate::options::PostureMode::Enforce,
             )),
         };
         let params: &'static Params = Box::leak(Box::new(p));
@@ -180,7 +182,7 @@ impl Fixture {
             params,
             derived_paths: derived,
         };
-        (route.decide)(&cx, &call, route)
+        (route.decide)(&cx, &call, route.reads)
     }
 
     /// The block reason, if the call is refused; the agent works in `ws`, no session.

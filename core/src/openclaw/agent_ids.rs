@@ -6,10 +6,6 @@
 //! wrote: a target of `" Paco--Dali "` is `paco--dali` to OpenClaw, so it is
 //! `paco--dali` here too.
 
-use serde_json::Value;
-
-use super::Params;
-
 /// The longest agent id OpenClaw keeps (`normalizeAgentIdStrict` cuts at 64).
 const MAX_AGENT_ID: usize = 64;
 
@@ -132,23 +128,10 @@ pub fn session_key_agent(key: &str) -> Option<String> {
     split_session_key(key).and_then(|(agent, _)| normalize_agent_id(agent))
 }
 
-/// A string param read the way OpenClaw's `readToolStringParam` reads it:
-/// the camelCase key first, then its snake_case spelling; trimmed; empty or
-/// not a string means absent (OpenClaw ignores a non-string there too).
-pub fn str_param<'a>(params: &'a Params, camel: &str, snake: &str) -> Option<&'a str> {
-    let raw = match params.get(camel) {
-        Some(v) => v,
-        None => params.get(snake)?,
-    };
-    match raw {
-        Value::String(s) if !js_trim(s).is_empty() => Some(js_trim(s)),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::openclaw::params::str_param;
     use serde_json::json;
 
     #[test]

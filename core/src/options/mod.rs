@@ -6,13 +6,70 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::rules::map_access::ProtectMap;
-use crate::rules::RulesConfig;
-use crate::sandbox::SandboxOptions;
+pub mod rules;
+
+use rules::RulesConfig;
 
 pub const DEFAULT_TOKEN_MAP: &str = "~/.config/micelclaw/agent-tokens.json";
 pub const DEFAULT_TOOL_PREFIX: &str = "claw-os__";
 pub const DEFAULT_TOKEN_PARAM: &str = "auth_token";
+
+/// `protectMap`: how far the layer keeps the map from the agents' tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ProtectMap {
+    /// No path guard for the map (the result redaction is separate).
+    Off,
+    /// Block tool calls whose paths reach the map (the default).
+    #[default]
+    Paths,
+    /// `paths`, and block shells for agents not known to run in OpenClaw's
+    /// sandbox.
+    Strict,
+}
+
+/// `posture`: what the layer does while an agent is not contained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum PostureMode {
+    /// Serve no token until every agent is contained.
+    #[default]
+    Enforce,
+    /// Serve tokens, and say what is exposed.
+    Warn,
+}
+
+impl PostureMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PostureMode::Enforce => "enforce",
+            PostureMode::Warn => "warn",
+        }
+    }
+}
+
+/// `sandbox.network`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Network {
+    /// A network namespace of its own: only its own loopback. The gateway,
+    /// other local services and abstract sockets are out of reach.
+    #[default]
+    None,
+    /// The host's network, the gateway's loopback port included.
+    Host,
+}
+
+/// The plugin's `sandbox` options.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct SandboxOptions {
+    pub network: Network,
+    /// Where bwrap is; else the first `bwrap` on the gateway's `PATH`.
+    pub bwrap: Option<PathBuf>,
+    /// More host paths to show empty inside.
+    pub hide: Vec<PathBuf>,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -51,7 +108,7 @@ struct RawOptions {
     watcher: Option<WatchMode>,
     poll_interval_ms: Option<u64>,
     protect_map: Option<ProtectMap>,
-    posture: Option<crate::posture::Mode>,
+    posture: Option<PostureMode>,
     #[serde(default)]
     rules: RulesConfig,
     #[serde(default)]
@@ -88,7 +145,7 @@ pub struct Options {
     /// How far the agents' own tools are kept from the map (rule `map-access`).
     pub protect_map: ProtectMap,
     /// What the layer does while an agent is not contained (`crate::posture`).
-    pub posture: crate::posture::Mode,
+    pub posture: PostureMode,
     pub rules: RulesConfig,
     /// The `claw-identity` sandbox backend (`crate::sandbox`).
     pub sandbox: SandboxOptions,
@@ -312,7 +369,7 @@ mod tests {
 
     #[test]
     fn posture_is_enforced_by_default_and_warn_is_the_only_other_value() {
-        use crate::posture::Mode;
+        use PostureMode as Mode;
         assert_eq!(Options::from_json("{}").unwrap().posture, Mode::Enforce);
         let warn = Options::from_json(r#"{"posture": "warn"}"#).unwrap();
         assert_eq!(warn.posture, Mode::Warn);

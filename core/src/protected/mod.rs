@@ -13,6 +13,8 @@
 //! The others hold code or start-up facts: only writes are refused, so an
 //! agent can still read OpenClaw's own files.
 
+pub mod resolved;
+
 use std::path::{Path, PathBuf};
 
 use crate::paths;
@@ -30,8 +32,8 @@ pub enum Guard {
 impl Guard {
     pub fn rule(self) -> &'static str {
         match self {
-            Guard::Map => crate::rules::map_access::RULE_ID,
-            Guard::Layer => crate::rules::layer_controls::RULE_ID,
+            Guard::Map => crate::call::rule_id::MAP_ACCESS,
+            Guard::Layer => crate::call::rule_id::LAYER_CONTROLS,
         }
     }
 }
