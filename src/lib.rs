@@ -418,12 +418,13 @@ pub fn ops_audit(config: String, live: Option<serde_json::Value>) -> Result<serd
 /// be read, which doctor then reports.
 #[napi(ts_return_type = "McpServerLaunch[]")]
 pub fn ops_mcp_plan(config: String) -> Result<serde_json::Value> {
-    let Ok(c) = ops::config::OpenClawConfig::load(&claw_identity_core::paths::host_path(&config))
-    else {
+    let Ok(c) = claw_identity_core::openclaw::config::OpenClawConfig::load(
+        &claw_identity_core::paths::host_path(&config),
+    ) else {
         return Ok(serde_json::Value::Array(Vec::new()));
     };
-    let opts = ops::config::plugin_options(Some(&c), None)
-        .or_else(|_| ops::config::plugin_options(None, None))
+    let opts = claw_identity_core::openclaw::config::plugin_options(Some(&c), None)
+        .or_else(|_| claw_identity_core::openclaw::config::plugin_options(None, None))
         .map_err(invalid)?;
     serde_json::to_value(ops::mcp::plan(&c, &opts).launches)
         .map_err(|e| Error::from_reason(format!("claw-identity: cannot encode the plan: {e}")))
@@ -472,10 +473,16 @@ pub fn ops_explain(args: OpsExplainArgs) -> Result<OpsReport> {
 #[napi]
 pub fn ops_map_path(map: Option<String>, config: Option<String>) -> Result<String> {
     let config = config
-        .map(|c| ops::config::OpenClawConfig::load(&claw_identity_core::paths::host_path(&c)))
+        .map(|c| {
+            claw_identity_core::openclaw::config::OpenClawConfig::load(
+                &claw_identity_core::paths::host_path(&c),
+            )
+        })
         .transpose()
         .map_err(invalid)?;
-    let opts = ops::config::plugin_options(config.as_ref(), map.as_deref()).map_err(invalid)?;
+    let opts =
+        claw_identity_core::openclaw::config::plugin_options(config.as_ref(), map.as_deref())
+            .map_err(invalid)?;
     Ok(opts.token_map_path.display().to_string())
 }
 

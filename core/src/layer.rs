@@ -308,7 +308,7 @@ impl Layer {
     /// locations are then the environment's and the process's.
     pub fn use_openclaw_config(
         &self,
-        config: Option<&crate::ops::config::OpenClawConfig>,
+        config: Option<&crate::openclaw::config::OpenClawConfig>,
         plugin: &PluginFacts,
     ) {
         let (mut table, mut files) = match config {

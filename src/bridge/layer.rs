@@ -21,7 +21,7 @@ use super::host::{function_ref, HostIn, JsLogger, JsSessions, Pending};
 use super::js::{Js, Keys, Kind};
 use super::params::{copy_with, exact, read_fields};
 use claw_identity_core::log::{Level, LineBuf};
-use claw_identity_core::ops::config::OpenClawConfig;
+use claw_identity_core::openclaw::config::OpenClawConfig;
 use claw_identity_core::options::Options;
 use claw_identity_core::pipeline;
 use claw_identity_core::redact;

@@ -12,6 +12,7 @@ pub mod agent_ids;
 pub mod base64;
 pub mod cli_backends;
 pub mod code_mode;
+pub mod config;
 pub mod cron;
 pub mod params;
 pub mod plugins;

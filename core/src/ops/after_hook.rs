@@ -12,8 +12,8 @@
 use serde_json::Value;
 
 use super::audit::Severity;
-use super::config::{OpenClawConfig, PLUGIN_ID};
 use super::{Found, Live};
+use crate::openclaw::config::{OpenClawConfig, PLUGIN_ID};
 use crate::redact::shown;
 
 /// How many characters of a backgrounded command's output OpenClaw puts in

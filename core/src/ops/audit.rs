@@ -11,10 +11,10 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::config::{self, OpenClawConfig, PLUGIN_ID};
 use super::doctor::{self, Status};
 use super::{after_hook, mcp, Found, Live};
 use crate::openclaw::agent_ids::user_prefix;
+use crate::openclaw::config::{self, OpenClawConfig, PLUGIN_ID};
 use crate::options::OnMissingToken;
 use crate::redact::shown;
 use crate::token_map::{self, MapErrorKind};
@@ -256,7 +256,7 @@ pub fn run(config_path: &Path, live: Option<&Live>) -> Vec<Finding> {
                 )
             })
             .chain(std::iter::once(
-                crate::ops::config::PROCESS_LOCATIONS.to_owned(),
+                crate::openclaw::config::PROCESS_LOCATIONS.to_owned(),
             ))
             .collect::<Vec<_>>()
             .join("; "),

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::audit::Severity;
-use super::config::{self, OpenClawConfig, PLUGIN_ID};
 use super::{after_hook, mcp, writer, Found, Live};
+use crate::openclaw::config::{self, OpenClawConfig, PLUGIN_ID};
 use crate::redact::shown;
 use crate::sandbox;
 use crate::sys::Access;
@@ -106,9 +106,9 @@ pub struct Guarded {
 /// The guarded locations, as the report lists them.
 pub fn guarded(
     opts: &crate::options::Options,
-    config: Option<&crate::ops::config::OpenClawConfig>,
+    config: Option<&crate::openclaw::config::OpenClawConfig>,
 ) -> Vec<Guarded> {
-    crate::ops::config::guarded_locations(opts, config)
+    crate::openclaw::config::guarded_locations(opts, config)
         .into_iter()
         .map(|l| Guarded {
             rule: l.guard.rule(),
@@ -739,7 +739,7 @@ impl Report {
                     shown(&g.path)
                 );
             }
-            out += &format!("  {}\n", crate::ops::config::PROCESS_LOCATIONS);
+            out += &format!("  {}\n", crate::openclaw::config::PROCESS_LOCATIONS);
             out.push('\n');
         }
         let warnings = if self.warnings > 0 {

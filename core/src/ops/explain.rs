@@ -12,10 +12,10 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::config::{self, OpenClawConfig};
 use crate::call::Missing;
 use crate::layer::Layer;
 use crate::log::Log;
+use crate::openclaw::config::{self, OpenClawConfig};
 use crate::options::Options;
 use crate::pipeline::{self, Host, SessionEntry};
 use crate::redact::{self, shown};

@@ -22,8 +22,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::audit::Severity;
-use super::config::{OpenClawConfig, PLUGIN_ID};
 use super::Found;
+use crate::openclaw::config::{OpenClawConfig, PLUGIN_ID};
 use crate::openclaw::tool_names::{fragment, safe_server_names, tool_id, SERVER_MAX};
 use crate::options::Options;
 use crate::paths::js_trim;

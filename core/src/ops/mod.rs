@@ -5,7 +5,6 @@
 
 pub mod after_hook;
 pub mod audit;
-pub mod config;
 pub mod doctor;
 pub mod explain;
 pub mod mcp;

@@ -275,7 +275,7 @@ fn the_default_agents_own_workspace_is_where_its_relative_paths_start() {
     // <workspace>/<id>); the config may not say which agent that is, so
     // every workspace OpenClaw may pick is a base.
     let f = fixture("owner");
-    let cfg = crate::ops::config::OpenClawConfig::from_text(&format!(
+    let cfg = crate::openclaw::config::OpenClawConfig::from_text(&format!(
         r#"{{ agents: {{ defaults: {{ workspace: "{}" }}, entries: {{ "paco--francis": {{ default: true }}, "paco--dali": {{}} }} }} }}"#,
         f.ws.display()
     ));

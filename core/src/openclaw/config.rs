@@ -1,4 +1,4 @@
-//! What doctor and explain read from an OpenClaw config (`openclaw.json`,
+//! OpenClaw's config as the layer, doctor and explain read it (`openclaw.json`,
 //! JSON5): this plugin's options, whether OpenClaw will load the plugin at
 //! all, and which agents exist. A config holds other secrets (gateway and
 //! provider keys): nothing here prints its content, only key names.
