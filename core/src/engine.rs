@@ -162,17 +162,17 @@ impl Engine {
         t
     }
 
-    /// The rules' decision for one call. Deciding again on params a rule
+    /// The rules' decision for one call, by the row that routed it: the
+    /// caller routed the call once ([`Engine::route`]) to know which params
+    /// to read, and hands that row down. Deciding again on params a rule
     /// already rewrote yields the same values.
     pub fn decide<'a>(
         &self,
+        route: &Route,
         call: &ToolCall<'a>,
         view: &MapView<'a>,
         host: &dyn Host,
     ) -> Decision<'a> {
-        let Some(route) = self.route(call.tool) else {
-            return Decision::pass();
-        };
         let posture = self.posture.load();
         if let Some(d) = crate::posture::drift(&posture, call, route.rule, host) {
             return d;
@@ -190,6 +190,20 @@ impl Engine {
         let mut d = (route.decide)(&cx, call, route.reads);
         d.verdict = scrubbed(d.verdict);
         d
+    }
+
+    /// Routes `call` and decides it: for tests, which hold no route.
+    #[cfg(test)]
+    pub fn decide_call<'a>(
+        &self,
+        call: &ToolCall<'a>,
+        view: &MapView<'a>,
+        host: &dyn Host,
+    ) -> Decision<'a> {
+        match self.route(call.tool) {
+            Some(route) => self.decide(route, call, view, host),
+            None => Decision::pass(),
+        }
     }
 
     /// A guarded call whose param `field` holds a value that can't be read
@@ -242,7 +256,7 @@ mod tests {
             params: &p,
             derived_paths: &[],
         };
-        let d = e.decide(
+        let d = e.decide_call(
             &call,
             &MapView {
                 map: &map,
@@ -276,8 +290,11 @@ mod tests {
             redactor: None,
         };
         // "pass": the call runs, with the token and the conversation taken out.
-        let passed =
-            engine(r#"{"tokenMapPath": "/m.json"}"#).decide(&call, &view, &crate::sessions::NoHost);
+        let passed = engine(r#"{"tokenMapPath": "/m.json"}"#).decide_call(
+            &call,
+            &view,
+            &crate::sessions::NoHost,
+        );
         assert_eq!(
             passed.verdict,
             Verdict::Rewrite(crate::rules::Patch {
@@ -286,7 +303,7 @@ mod tests {
                 params: vec![],
             })
         );
-        let d = engine(r#"{"tokenMapPath": "/m.json", "onMissingToken": "block"}"#).decide(
+        let d = engine(r#"{"tokenMapPath": "/m.json", "onMissingToken": "block"}"#).decide_call(
             &call,
             &view,
             &crate::sessions::NoHost,
@@ -326,7 +343,7 @@ mod tests {
             params,
             derived_paths: &[],
         };
-        e.decide(
+        e.decide_call(
             &call,
             &MapView {
                 map,

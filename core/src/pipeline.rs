@@ -14,6 +14,7 @@ use crate::engine::{Engine, UNREADABLE_RULE_ID};
 use crate::layer::Layer;
 use crate::log::LineBuf;
 use crate::redact::{scrub, shown};
+use crate::route::Route;
 use crate::rules::{auth_token, Decision, ToolCall};
 pub use crate::sessions::{Host, NoHost, SessionEntry};
 
@@ -24,11 +25,13 @@ pub const MAX_SESSION_LOOKUPS: usize = 16;
 /// Shown when a call could not be decided (an error or a panic): it does not run.
 pub const UNDECIDED: &str = "claw-identity could not decide this call, so it was not run; do not retry it. The operator will find the error in the gateway log.";
 
-/// Decides `call` on the layer's map in force and counts it, and hands the
-/// decision, with its per-call log line, to `f` while the map it borrows
-/// from is pinned.
+/// Decides `call`, routed by `route` (the caller routed it once, to know
+/// which params to read), on the layer's map in force and counts it, and
+/// hands the decision, with its per-call log line, to `f` while the map it
+/// borrows from is pinned.
 pub fn decide<R>(
     layer: &Layer,
+    route: &Route,
     call: &ToolCall<'_>,
     host: &dyn Host,
     f: impl FnOnce(&Decision<'_>, Option<&LineBuf>) -> R,
@@ -36,7 +39,7 @@ pub fn decide<R>(
     let engine = layer.engine();
     layer.with_view(|view| {
         for _ in 0..MAX_SESSION_LOOKUPS {
-            let d = engine.decide(call, view, host);
+            let d = engine.decide(route, call, view, host);
             let Some(need) = &d.need_session else {
                 let line = layer.account(call, &d);
                 return f(&d, line.as_ref());

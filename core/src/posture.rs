@@ -1917,7 +1917,7 @@ mod drift_tests {
             params: &params,
             derived_paths: &[],
         };
-        let d = e.decide(&call, &view, &chat);
+        let d = e.decide_call(&call, &view, &chat);
         matches!(d.verdict, Verdict::Block(_)).then(|| d.rule.unwrap_or(""))
     }
 

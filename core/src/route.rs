@@ -485,10 +485,7 @@ impl Router {
         if let Some(r) = self.exact.get(tool) {
             return Some(r);
         }
-        self.prefixes
-            .iter()
-            .any(|p| tool.starts_with(p.as_str()))
-            .then_some(&OWNED)
+        auth_token::owns(&self.prefixes, tool).then_some(&OWNED)
     }
 
     /// Exact tool names some row reads the params of.

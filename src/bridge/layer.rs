@@ -460,7 +460,7 @@ impl JsLayer {
             file_url_to_path: &self.file_url_to_path,
             env,
         };
-        let (result, ensure) = pipeline::decide(&self.layer, &call, &host, |d, line| {
+        let (result, ensure) = pipeline::decide(&self.layer, route, &call, &host, |d, line| {
             (
                 self.result(env, d, params_js, (session_js, call.session_key), line),
                 d.ensure_session.clone(),

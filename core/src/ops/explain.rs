@@ -166,7 +166,13 @@ pub fn run(args: &ExplainArgs<'_>) -> Result<Explanation, String> {
         derived_paths: &[],
     };
     let sessions = Unknown(Default::default());
-    let explained = pipeline::decide(&layer, &call, &sessions, |d, _| explain(args, opts, d));
+    let explained = match route {
+        Some(route) => pipeline::decide(&layer, route, &call, &sessions, |d, _| {
+            explain(args, opts, d)
+        }),
+        // No rule concerns the tool: it runs untouched, as the hook leaves it.
+        None => explain(args, opts, &Decision::pass()),
+    };
     let (token, decision, rule, why, sets, clears, reason, approval, ensures_session) = explained;
     let ok = decision != "block" && token.status != "missing";
     Ok(Explanation {

@@ -14,7 +14,6 @@ pub const RULE_ID: &str = crate::call::rule_id::AUTH_TOKEN;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome<'m> {
-    NotOwned,
     Inject(&'m Token),
     Missing(Missing),
 }
@@ -24,16 +23,15 @@ pub fn owns(prefixes: &[String], tool: &str) -> bool {
     prefixes.iter().any(|p| tool.starts_with(p.as_str()))
 }
 
+/// What the map says about an owned call's agent. The route table sent the
+/// call here because its tool is one of ours ([`owns`]): nothing checks that
+/// a second time.
 pub fn evaluate<'m>(
     call: &ToolCall<'_>,
-    prefixes: &[String],
     map: &'m TokenMap,
     map_loaded: bool,
     stale: bool,
 ) -> Outcome<'m> {
-    if !owns(prefixes, call.tool) {
-        return Outcome::NotOwned;
-    }
     let Some(agent) = call.agent_id else {
         return Outcome::Missing(Missing::NoAgentId);
     };
@@ -59,8 +57,7 @@ pub fn decide<'a>(cx: &Context<'_, 'a>, call: &ToolCall<'a>, _: Reads) -> Decisi
     let opts = cx.opts;
     let view = cx.view;
     let mut patch = Patch::default();
-    let token = match evaluate(call, &opts.tool_prefixes, view.map, view.loaded, view.stale) {
-        Outcome::NotOwned => return Decision::pass(),
+    let token = match evaluate(call, view.map, view.loaded, view.stale) {
         // Whatever the map holds: an agent that can reach the map can
         // reach every token, so none is served until all are contained.
         _ if cx.posture.block.is_some() => {
@@ -147,10 +144,6 @@ mod tests {
         }
     }
 
-    fn prefixes() -> Vec<String> {
-        vec!["claw-os__".into()]
-    }
-
     #[test]
     fn owned_tool_with_known_agent_injects_its_token() {
         let map = parse(format!(r#"{{"paco--francis": "{T1}"}}"#).as_bytes())
@@ -159,7 +152,6 @@ mod tests {
         let p = Params::new();
         match evaluate(
             &call("claw-os__claw_notes", Some("paco--francis"), &p),
-            &prefixes(),
             &map,
             true,
             false,
@@ -171,13 +163,10 @@ mod tests {
 
     #[test]
     fn other_tools_are_not_owned() {
-        let map = TokenMap::default();
-        let p = Params::new();
+        let prefixes = vec!["claw-os__".to_owned()];
+        assert!(owns(&prefixes, "claw-os__claw_notes"));
         for tool in ["exec", "claw-os_claw_notes", "xclaw-os__notes", ""] {
-            assert_eq!(
-                evaluate(&call(tool, Some("a"), &p), &prefixes(), &map, true, false),
-                Outcome::NotOwned
-            );
+            assert!(!owns(&prefixes, tool), "{tool}");
         }
     }
 
@@ -187,19 +176,19 @@ mod tests {
         let p = Params::new();
         let t = "claw-os__x";
         assert_eq!(
-            evaluate(&call(t, None, &p), &prefixes(), &map, true, false),
+            evaluate(&call(t, None, &p), &map, true, false),
             Outcome::Missing(Missing::NoAgentId)
         );
         assert_eq!(
-            evaluate(&call(t, Some("b"), &p), &prefixes(), &map, true, false),
+            evaluate(&call(t, Some("b"), &p), &map, true, false),
             Outcome::Missing(Missing::UnknownAgent)
         );
         assert_eq!(
-            evaluate(&call(t, Some("a"), &p), &prefixes(), &map, true, true),
+            evaluate(&call(t, Some("a"), &p), &map, true, true),
             Outcome::Missing(Missing::Stale)
         );
         assert_eq!(
-            evaluate(&call(t, Some("a"), &p), &prefixes(), &map, false, false),
+            evaluate(&call(t, Some("a"), &p), &map, false, false),
             Outcome::Missing(Missing::NoMap)
         );
     }
@@ -210,13 +199,7 @@ mod tests {
         let p = Params::new();
         for id in ["__proto__", "constructor", "toString", "", "hasOwnProperty"] {
             assert_eq!(
-                evaluate(
-                    &call("claw-os__x", Some(id), &p),
-                    &prefixes(),
-                    &map,
-                    true,
-                    false
-                ),
+                evaluate(&call("claw-os__x", Some(id), &p), &map, true, false),
                 Outcome::Missing(Missing::UnknownAgent),
                 "{id}"
             );

@@ -281,7 +281,7 @@ mod tests {
             stale: false,
             redactor: None,
         };
-        let d = e.decide(&call, &view, &crate::sessions::NoHost);
+        let d = e.decide_call(&call, &view, &crate::sessions::NoHost);
         match &d.patch().expect("owned calls are rewritten").conversation {
             Slot::Set(c) => Some(c.to_string()),
             Slot::Clear => None,

@@ -266,7 +266,7 @@ mod tests {
             params: &params,
             derived_paths: &[],
         };
-        let d = e.decide(&call, &view, &crate::sessions::NoHost);
+        let d = e.decide_call(&call, &view, &crate::sessions::NoHost);
         assert!(!d.is_block(), "{tool} was blocked: {:?}", d.verdict);
         let mut out = params.clone();
         if let Some(p) = d.patch() {
