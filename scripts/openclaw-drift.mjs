@@ -80,9 +80,12 @@ export function distFiles(distDir) {
   return files.sort();
 }
 
-/** A chunk's name without its content hash: `home-dir-BKwhAL2c.mjs` -> `home-dir-*.mjs`. */
+/**
+ * A chunk's name without its content hash: `home-dir-BKwhAL2c.mjs` -> `home-dir-*.mjs`.
+ * The bundled plugins' files have no hash (`extensions/onepassword/onepassword-secret-ref-resolver.js`).
+ */
 export function chunkPattern(file) {
-  return file.replace(/-[A-Za-z0-9_-]{8}(\.m?js)$/, '-*$1');
+  return file.startsWith('extensions/') ? file : file.replace(/-[A-Za-z0-9_-]{8}\.mjs$/, '-*.mjs');
 }
 
 // A definition at the start of a line; `const` ones are checked to be functions by isFunctionValue.
