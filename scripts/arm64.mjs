@@ -48,6 +48,7 @@ export const EXCLUDED = {
     'a 1,000,000-call load test sized for native speed: 120 s alone under qemu on a quiet machine, past its 120 s reader deadline on a busy one (once qemu itself died of SIGBUS); its RSS bound is void under qemu (rss reads 0), and qemu on x64 does not reproduce arm64 memory ordering',
   package: 'npm pack and install run no arm64 code; the preflight loads the arm64 build from the packed tarball instead',
   layout: 'it reads the source files only; no build runs',
+  drift: "it reads core/src and the pinned OpenClaw's dist/ only; no build runs",
   mcp: 'it starts MCP servers as plain commands, which cannot be an arm64 Node without binfmt_misc; the ops it drives run in cargo test on arm64',
   sandbox:
     "under qemu the suite would start arm64 Nodes inside the sandbox, which the kernel can't run without binfmt_misc; the planner is pure Rust and runs in cargo test on arm64",

@@ -22,6 +22,7 @@ export const EXCLUDED = {
   loader: 'it tests the choice of build by index.js, not a build',
   exports: 'it imports both entries whichever build is under test, so the native run covers it',
   layout: 'it reads the source files only; no build runs',
+  drift: "it reads core/src and the pinned OpenClaw's dist/ only; no build runs",
   windows: 'it runs the WebAssembly build of the installed tarball itself, as Windows gets it',
   mcp: 'the command runs the build index.js picks, never claw-identity/wasm',
   sandbox: "the WebAssembly build can't start processes; the native run checks that it refuses",

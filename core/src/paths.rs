@@ -129,7 +129,7 @@ pub fn node_homedir() -> Option<PathBuf> {
 }
 
 /// The "OS home" of the file tools (`resolveOsHomeDir`,
-/// `home-dir-D0b-ywue.mjs`): `HOME`, then `USERPROFILE`, then
+/// `home-dir-*.mjs`): `HOME`, then `USERPROFILE`, then
 /// `os.homedir()`, each trimmed, then `path.resolve`d.
 pub fn os_home() -> Option<PathBuf> {
     env_trimmed("HOME")
@@ -199,7 +199,7 @@ pub fn resolve(base: &Path, p: &Path) -> PathBuf {
     out
 }
 
-/// `resolveUserPath` (`home-dir-BKwhAL2c.mjs`): trim, `~` onto the
+/// `resolveUserPath` (`home-dir-*.mjs`): trim, `~` onto the
 /// effective home, `path.resolve` against the process's cwd.
 pub fn resolve_user_path(p: &str) -> PathBuf {
     let cwd = process_cwd();
