@@ -466,12 +466,12 @@ fn deny_entry(t: &tools::Tool) -> String {
 /// (`readMemoryFile`, `read-file-*.mjs`). They leave the confinement only
 /// where a root holds a secret location.
 fn roots_expose(inp: &Inputs<'_>, a: &RosterAgent, tool: &str) -> Option<String> {
-    let state = paths::state_dir();
-    let config = paths::config_dir();
+    let state = crate::openclaw::paths::state_dir();
+    let config = crate::openclaw::paths::config_dir();
     let roots: Vec<PathBuf> = match tool {
         "message" => {
             let mut r = vec![
-                paths::resolve_user_path("/tmp/openclaw"),
+                crate::openclaw::paths::resolve_user_path("/tmp/openclaw"),
                 config.join("media"),
                 state.join("media"),
                 state.join("delivery-queue-media"),
@@ -499,7 +499,7 @@ fn roots_expose(inp: &Inputs<'_>, a: &RosterAgent, tool: &str) -> Option<String>
                 .into_iter()
                 .flatten()
                 .filter_map(Value::as_str)
-                .map(paths::resolve_user_path)
+                .map(crate::openclaw::paths::resolve_user_path)
                 .collect()
         }
     };
@@ -746,7 +746,10 @@ pub fn of_config(
         root,
         agents: roster(root, table),
         protected,
-        openclaw_dirs: vec![paths::config_dir(), paths::state_dir()],
+        openclaw_dirs: vec![
+            crate::openclaw::paths::config_dir(),
+            crate::openclaw::paths::state_dir(),
+        ],
         tools,
         own_sandbox_here,
         owned,
@@ -966,7 +969,7 @@ fn host_exposures(inp: &Inputs<'_>, a: &RosterAgent, s: &AgentSettings) -> Vec<E
 /// The host path of a Docker bind (`host:container[:options]`).
 fn bind_source(bind: &str) -> PathBuf {
     let host = bind.split(':').next().unwrap_or_default();
-    paths::resolve_user_path(host)
+    crate::openclaw::paths::resolve_user_path(host)
 }
 
 fn overlaps(a: &Path, b: &Path) -> bool {

@@ -64,9 +64,9 @@ pub trait Host {
         crate::paths::file_url_to_path(url)
     }
 
-    /// Every home `~` may stand for in a tool's path (`paths::homes`).
+    /// Every home `~` may stand for in a tool's path (`crate::openclaw::paths::homes`).
     fn homes(&self) -> Vec<PathBuf> {
-        crate::paths::homes()
+        crate::openclaw::paths::homes()
     }
 
     /// The gateway process's working directory.

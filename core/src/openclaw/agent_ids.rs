@@ -6,6 +6,8 @@
 //! wrote: a target of `" Paco--Dali "` is `paco--dali` to OpenClaw, so it is
 //! `paco--dali` here too.
 
+use crate::paths::js_trim;
+
 /// The longest agent id OpenClaw keeps (`normalizeAgentIdStrict` cuts at 64).
 const MAX_AGENT_ID: usize = 64;
 
@@ -39,19 +41,6 @@ pub fn normalize_agent_id(raw: &str) -> Option<String> {
     }
     let out: String = out.trim_matches('-').chars().take(MAX_AGENT_ID).collect();
     (!out.is_empty()).then_some(out)
-}
-
-/// JS `String.prototype.trim`, which OpenClaw applies to every id and key:
-/// Unicode White_Space plus U+FEFF, but not U+0085 (Rust's `trim` is the
-/// other way round on both). A key that OpenClaw trims to `agent:...` must
-/// be `agent:...` here too.
-pub fn js_trim(s: &str) -> &str {
-    s.trim_matches(is_js_space)
-}
-
-/// What JS's `trim` and `\s` take for white space.
-pub fn is_js_space(c: char) -> bool {
-    c == '\u{feff}' || (c.is_whitespace() && c != '\u{85}')
 }
 
 /// A session key as OpenClaw compares and stores it

@@ -24,7 +24,7 @@ fn sextet(c: u8) -> Option<u8> {
 pub fn decode_strict(value: &str) -> Option<Vec<u8>> {
     let text: Vec<u8> = value
         .chars()
-        .filter(|c| !crate::openclaw::agent_ids::is_js_space(*c))
+        .filter(|c| !crate::paths::is_js_space(*c))
         .map(|c| u8::try_from(u32::from(c)).unwrap_or(0))
         .collect();
     if text.is_empty() || !text.len().is_multiple_of(4) {

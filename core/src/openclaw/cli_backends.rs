@@ -19,7 +19,7 @@ pub const BUNDLED: &[&str] = &["claude-cli", "google-gemini-cli"];
 
 /// Whether `id` names a command-line backend.
 pub fn is_cli_backend(id: &str) -> bool {
-    let id = crate::openclaw::agent_ids::js_trim(id).to_ascii_lowercase();
+    let id = crate::paths::js_trim(id).to_ascii_lowercase();
     BUNDLED.contains(&id.as_str()) || id.ends_with("-cli")
 }
 

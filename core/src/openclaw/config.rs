@@ -437,7 +437,7 @@ impl OpenClawConfig {
             m.and_then(|m| m.get(k))
                 .and_then(Value::as_str)
                 .filter(|p| !crate::paths::js_trim(p).is_empty())
-                .map(crate::paths::resolve_user_path)
+                .map(crate::openclaw::paths::resolve_user_path)
         };
         let mode = |m: Option<&Map<String, Value>>| {
             object(m.and_then(|m| m.get("sandbox")))
@@ -446,7 +446,7 @@ impl OpenClawConfig {
                 .map(str::to_owned)
         };
         let default_mode = mode(defaults).unwrap_or_else(|| "off".into());
-        let state_dir = crate::paths::state_dir();
+        let state_dir = crate::openclaw::paths::state_dir();
         let default = DefaultFs {
             cwd: text(defaults, "cwd"),
             sandboxed: default_mode == "all",
@@ -485,14 +485,14 @@ impl OpenClawConfig {
     /// which run in another process than the gateway, list the config's.
     pub fn files(&self, table: &AgentFsTable) -> OpenClawFiles {
         let mut includes = Vec::new();
-        let on_disk = crate::paths::config_path();
+        let on_disk = crate::openclaw::paths::config_path();
         include_files(&on_disk, 0, &mut includes);
         let load_paths = strings(
             object(self.plugins().and_then(|p| p.get("load"))).and_then(|l| l.get("paths")),
         )
         .unwrap_or_default()
         .iter()
-        .map(|p| crate::paths::resolve_user_path(p))
+        .map(|p| crate::openclaw::paths::resolve_user_path(p))
         .collect();
         let mut workspaces: Vec<PathBuf> = table
             .agents
@@ -513,7 +513,7 @@ impl OpenClawConfig {
         .unwrap_or_default()
         .iter()
         .filter(|d| !crate::paths::js_trim(d).is_empty())
-        .map(|d| crate::paths::resolve_user_path(d))
+        .map(|d| crate::openclaw::paths::resolve_user_path(d))
         .collect();
         // resolveHookEnableState (policy-*.mjs): a workspace hook loads only
         // with its entry's `enabled: true`; the entry's name is the hook's
@@ -549,7 +549,7 @@ fn env_workspaces(state_dir: &Path) -> Vec<PathBuf> {
         out.push(crate::paths::resolve(&cwd, Path::new(&w)));
     }
     out.push(state_dir.join("workspace"));
-    let home = crate::paths::effective_home().unwrap_or_else(|| PathBuf::from("/"));
+    let home = crate::openclaw::paths::effective_home().unwrap_or_else(|| PathBuf::from("/"));
     if let Some(p) = crate::sys::env_var("OPENCLAW_PROFILE")
         .and_then(|p| p.to_str().map(|p| crate::paths::js_trim(p).to_owned()))
         .filter(|p| !p.is_empty() && !p.eq_ignore_ascii_case("default"))

@@ -15,6 +15,7 @@ pub mod code_mode;
 pub mod config;
 pub mod cron;
 pub mod params;
+pub mod paths;
 pub mod plugins;
 pub mod roster;
 pub mod sandbox_tools;

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::agent_ids::js_trim;
+use crate::paths::js_trim;
 
 /// Tool parameters as JSON. Only rules that read params get them; on the hot
 /// path (an MCP tool call) the map is empty and unused.

@@ -23,7 +23,7 @@ pub const DEFAULT_MEMORY_SLOT: &str = "memory-core";
 
 /// `normalizePluginPolicyId`: trimmed, lowercased.
 fn policy_id(id: &str) -> String {
-    crate::openclaw::agent_ids::js_trim(id).to_lowercase()
+    crate::paths::js_trim(id).to_lowercase()
 }
 
 fn ids(v: Option<&Value>) -> Vec<String> {

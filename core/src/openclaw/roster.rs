@@ -223,7 +223,7 @@ pub fn ambient_owner_id(config: &Map<String, Value>) -> Option<String> {
         .and_then(|d| d.get("systemAgent"))
         .and_then(|s| s.get("agentId"))
         .and_then(Value::as_str)
-        .map(crate::openclaw::agent_ids::js_trim)
+        .map(crate::paths::js_trim)
         .filter(|s| !s.is_empty());
     if let Some(system) = system {
         return Some(agent_id(system));

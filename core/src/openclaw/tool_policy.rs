@@ -84,7 +84,7 @@ impl ToolRef {
             name: tools::normalize_tool_name(name),
             // Plugin ids are compared trimmed and lowercased, not aliased
             // (`buildPluginToolGroups`, `tool-policy-*.mjs`).
-            plugin: Some(crate::openclaw::agent_ids::js_trim(plugin).to_lowercase()),
+            plugin: Some(crate::paths::js_trim(plugin).to_lowercase()),
         }
     }
 }
@@ -323,7 +323,7 @@ fn configured_plugin_ids(config: &Map<String, Value>) -> Vec<String> {
         .flat_map(|a| a.iter().filter_map(Value::as_str));
     entries
         .chain(allow)
-        .map(|id| crate::openclaw::agent_ids::js_trim(id).to_lowercase())
+        .map(|id| crate::paths::js_trim(id).to_lowercase())
         .filter(|id| !id.is_empty())
         .collect()
 }

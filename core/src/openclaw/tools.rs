@@ -184,7 +184,7 @@ pub const POLICY_FAMILIES: &[(&str, &[&str])] = &[
 
 /// `normalizeToolPolicyName`: trimmed (JS `trim`), lowercased, aliased.
 pub fn normalize_tool_name(raw: &str) -> String {
-    let lower = crate::openclaw::agent_ids::js_trim(raw).to_lowercase();
+    let lower = crate::paths::js_trim(raw).to_lowercase();
     ALIASES
         .iter()
         .find(|(alias, _)| *alias == lower)

@@ -158,7 +158,7 @@ fn expand_home(path: &str) -> Result<PathBuf, String> {
     let windows = crate::paths::windows();
     if path == "~" || path.starts_with("~/") || (windows && path.starts_with("~\\")) {
         let home = if windows {
-            crate::paths::os_home()
+            crate::openclaw::paths::os_home()
         } else {
             crate::sys::env_var("HOME")
                 .filter(|h| !h.is_empty())

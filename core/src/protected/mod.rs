@@ -112,7 +112,7 @@ pub struct OpenClawFiles {
 /// What a row's paths are computed from.
 pub struct Facts<'f> {
     pub files: &'f OpenClawFiles,
-    /// Every home `~` may stand for (`paths::homes`).
+    /// Every home `~` may stand for (`crate::openclaw::paths::homes`).
     pub homes: Vec<PathBuf>,
     /// OpenClaw's state directories: this gateway's, and every other
     /// profile's under a home (`~/.openclaw-<profile>`).
@@ -160,7 +160,10 @@ fn each_home(f: &Facts<'_>, rel: &[&str]) -> Vec<PathBuf> {
 }
 
 fn env_dirs(names: &[&str]) -> Vec<PathBuf> {
-    names.iter().filter_map(|n| paths::env_path(n)).collect()
+    names
+        .iter()
+        .filter_map(|n| crate::openclaw::paths::env_path(n))
+        .collect()
 }
 
 /// The Node binary as given and as its symlinks resolve.
@@ -535,7 +538,7 @@ pub static ROWS: &[Row] = &[
         in_workspace: false,
         at: |f| {
             let mut out = each_home(f, &[".config/systemd", ".config/environment.d"]);
-            if let Some(x) = paths::env_path("XDG_CONFIG_HOME") {
+            if let Some(x) = crate::openclaw::paths::env_path("XDG_CONFIG_HOME") {
                 out.push(x.join("systemd"));
                 out.push(x.join("environment.d"));
             }
@@ -583,7 +586,7 @@ pub static ROWS: &[Row] = &[
                 .iter()
                 .map(|h| rel.iter().fold(h.join("AppData").join("Roaming"), |p, c| p.join(c)))
                 .collect();
-            if let Some(a) = paths::env_path("APPDATA") {
+            if let Some(a) = crate::openclaw::paths::env_path("APPDATA") {
                 out.push(rel.iter().fold(a, |p, c| p.join(c)));
             }
             out
@@ -598,7 +601,7 @@ pub static ROWS: &[Row] = &[
         in_workspace: false,
         at: |f| {
             let mut out = each_home(f, SHELL_STARTUP);
-            if let Some(z) = paths::env_path("ZDOTDIR") {
+            if let Some(z) = crate::openclaw::paths::env_path("ZDOTDIR") {
                 out.extend([".zshenv", ".zprofile", ".zshrc", ".zlogin"].map(|n| z.join(n)));
             }
             out
@@ -613,7 +616,7 @@ pub static ROWS: &[Row] = &[
         in_workspace: false,
         at: |f| {
             let mut out = each_home(f, &[".config/fish"]);
-            if let Some(x) = paths::env_path("XDG_CONFIG_HOME") {
+            if let Some(x) = crate::openclaw::paths::env_path("XDG_CONFIG_HOME") {
                 out.push(x.join("fish"));
             }
             out
@@ -670,9 +673,9 @@ pub fn map_locations(map: &Path) -> Vec<Location> {
 /// `paths-*.mjs`): each runs a gateway of its own, as the same user.
 pub fn profiles(homes: &[PathBuf]) -> Vec<Profile> {
     let mut out = vec![Profile {
-        state: paths::state_dir(),
-        config_dir: paths::config_dir(),
-        config: paths::config_path(),
+        state: crate::openclaw::paths::state_dir(),
+        config_dir: crate::openclaw::paths::config_dir(),
+        config: crate::openclaw::paths::config_path(),
     }];
     let mut push = |state: PathBuf| {
         if !out.iter().any(|p| p.state == state) {
@@ -685,7 +688,7 @@ pub fn profiles(homes: &[PathBuf]) -> Vec<Profile> {
     };
     for h in homes {
         push(h.join(".openclaw"));
-        push(h.join(paths::LEGACY_STATE_DIR));
+        push(h.join(crate::openclaw::paths::LEGACY_STATE_DIR));
         let Ok(dir) = std::fs::read_dir(h) else {
             continue;
         };
@@ -751,7 +754,7 @@ fn package_roots(files: &OpenClawFiles) -> Vec<PathBuf> {
 /// these inputs, each absolute and lexically normalized, without repeats.
 /// Which guards are switched on is the caller's business.
 pub fn locations(map: &Path, files: &OpenClawFiles) -> Vec<Location> {
-    let homes = paths::homes();
+    let homes = crate::openclaw::paths::homes();
     let facts = Facts {
         files,
         profiles: profiles(&homes),
@@ -832,13 +835,13 @@ mod tests {
     #[test]
     fn the_managed_hooks_of_every_profile_are_code_no_tool_may_write() {
         let l = locations(Path::new("/m/map.json"), &OpenClawFiles::default());
-        for p in profiles(&paths::homes()) {
+        for p in profiles(&crate::openclaw::paths::homes()) {
             let hooks = find(&l, &p.config_dir.join("hooks")).expect("managed hooks");
             assert!(hooks.dir && !hooks.secret && hooks.guard == Guard::Layer);
             assert!(find(&l, &p.config).is_some_and(|c| c.secret));
         }
         // The legacy state dir a gateway still uses where it alone exists.
-        for h in paths::homes() {
+        for h in crate::openclaw::paths::homes() {
             assert!(find(&l, &h.join(".clawdbot/hooks")).is_some());
             assert!(find(&l, &h.join(".clawdbot/openclaw.json")).is_some_and(|c| c.secret));
         }
@@ -913,7 +916,7 @@ mod tests {
     #[test]
     fn every_profiles_service_definitions_and_startup_files_are_protected() {
         let l = locations(Path::new("/m/map.json"), &OpenClawFiles::default());
-        for h in paths::homes() {
+        for h in crate::openclaw::paths::homes() {
             for (rel, dir) in [
                 (".config/systemd", true),
                 ("Library/LaunchAgents", true),
@@ -930,7 +933,7 @@ mod tests {
                 );
             }
         }
-        let state = paths::state_dir();
+        let state = crate::openclaw::paths::state_dir();
         for n in [
             "gateway.cmd",
             "gateway.systemd.env",

@@ -117,14 +117,14 @@ pub enum Reading {
 fn spellings(raw: &str, reading: Reading, host: &dyn crate::sessions::Host) -> Vec<PathBuf> {
     let mut texts: Vec<String> = Vec::new();
     let base = match reading {
-        Reading::File => paths::strip_arg_value_suffix(raw).to_owned(),
+        Reading::File => crate::openclaw::paths::strip_arg_value_suffix(raw).to_owned(),
         Reading::Media | Reading::Message | Reading::GatewayCwd => {
             let t = paths::js_trim(raw);
             let t = t.strip_prefix('@').map(paths::js_trim).unwrap_or(t);
-            paths::strip_media_prefix(t).to_owned()
+            crate::openclaw::paths::strip_media_prefix(t).to_owned()
         }
     };
-    for t in paths::at_prefix_readings(&base) {
+    for t in crate::openclaw::paths::at_prefix_readings(&base) {
         if !texts.contains(&t) {
             texts.push(t);
         }
@@ -139,7 +139,7 @@ fn spellings(raw: &str, reading: Reading, host: &dyn crate::sessions::Host) -> V
         }
         if t == "~" || t.starts_with("~/") || t.starts_with("~\\") {
             for h in &homes {
-                out.push(paths::expand_tilde(&t, Some(h)));
+                out.push(crate::openclaw::paths::expand_tilde(&t, Some(h)));
             }
         }
         out.push(PathBuf::from(t));
@@ -285,7 +285,7 @@ fn decide_paths<'a>(
         if variants {
             let more: Vec<PathBuf> = opened
                 .iter()
-                .flat_map(|a| paths::read_variants(a))
+                .flat_map(|a| crate::openclaw::paths::read_variants(a))
                 .collect();
             opened.extend(more);
         }

@@ -18,8 +18,9 @@ use serde_json::Value;
 
 use super::cross_user_send::{self, RULE_ID};
 use super::{Context, Decision, Params, Patch, ToolCall};
-use crate::openclaw::agent_ids::{js_trim, normalize_agent_id, session_key_agent};
+use crate::openclaw::agent_ids::{normalize_agent_id, session_key_agent};
 use crate::openclaw::params::str_param;
+use crate::paths::js_trim;
 
 /// The session tools this rule guards: those whose `sessionKey` names one
 /// session (absent: the current one), and `sessions_list`, whose `agentId`

@@ -184,7 +184,7 @@ fn redact(r: &Redactor, field: &str, value: &mut Value, hits: &mut Hits) -> bool
                 let base64 = a
                     .get("encoding")
                     .and_then(Value::as_str)
-                    .is_some_and(|e| crate::openclaw::agent_ids::js_trim(e) == "base64");
+                    .is_some_and(|e| crate::paths::js_trim(e) == "base64");
                 if base64 {
                     if let Some(Value::String(content)) = a.get_mut("content") {
                         changed |= redact_base64(r, content, hits);

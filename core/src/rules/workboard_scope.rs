@@ -16,7 +16,7 @@ use crate::options::rules::WorkboardScopeConfig;
 use serde_json::Value;
 
 use super::{Context, Decision, Params, Patch, ToolCall};
-use crate::openclaw::agent_ids::js_trim;
+use crate::paths::js_trim;
 
 pub const RULE_ID: &str = crate::call::rule_id::WORKBOARD_SCOPE;
 /// Tools whose top-level `boardId` selects the board.

@@ -859,7 +859,7 @@ pub fn env(
 /// while another thread reads it.
 #[derive(Debug, Clone)]
 pub struct GatewayEnv {
-    /// The homes OpenClaw's paths give (`crate::paths::homes`).
+    /// The homes OpenClaw's paths give (`crate::openclaw::paths::homes`).
     pub homes: Vec<PathBuf>,
     /// OpenClaw's state and config directories.
     pub state_dirs: Vec<PathBuf>,
@@ -870,8 +870,11 @@ pub struct GatewayEnv {
 impl GatewayEnv {
     pub fn read() -> GatewayEnv {
         GatewayEnv {
-            homes: crate::paths::homes(),
-            state_dirs: vec![crate::paths::state_dir(), crate::paths::config_dir()],
+            homes: crate::openclaw::paths::homes(),
+            state_dirs: vec![
+                crate::openclaw::paths::state_dir(),
+                crate::openclaw::paths::config_dir(),
+            ],
             path: gateway_path(),
         }
     }
