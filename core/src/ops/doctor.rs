@@ -164,13 +164,12 @@ pub(crate) fn gate_problem(e: &MapError, path: &Path) -> (String, String) {
             format!("{p}: not found"),
             format!("create it: claw-identity write-map --map {p} --from FILE (or, if the plugin reads another file, check that one: --map PATH or --config openclaw.json)"),
         ),
-        MapErrorKind::Unsafe => match e.message.strip_suffix(')').and_then(|m| m.split_once(" (fix: ")) {
-            Some((problem, fix)) => (problem.to_owned(), fix.to_owned()),
-            None => (
-                e.message.clone(),
-                "make the map 0600 and its directory 0700, owned by the gateway's user".into(),
-            ),
-        },
+        MapErrorKind::Unsafe => (
+            e.problem().to_owned(),
+            e.fix.clone().unwrap_or_else(|| {
+                "make the map 0600 and its directory 0700, owned by the gateway's user".into()
+            }),
+        ),
         MapErrorKind::TooLarge => (
             e.message.clone(),
             format!("check that this is the token map: the plugin refuses maps over {DEFAULT_MAX_MAP_BYTES} bytes"),
@@ -183,13 +182,9 @@ pub(crate) fn gate_problem(e: &MapError, path: &Path) -> (String, String) {
 }
 
 fn content_fix(e: &MapError) -> String {
-    if e.message.contains("appears more than once") {
-        "keep one entry per agent: with two, nobody can tell which token the agent holds; claw-identity write-map refuses duplicates".into()
-    } else if e.message.contains(token_map::SHARED_TOKEN) {
-        "mint a token for each agent and rewrite the map (the server can't tell two agents with one token apart); claw-identity write-map refuses shared tokens".into()
-    } else {
+    e.fix.clone().unwrap_or_else(|| {
         "rewrite it as a JSON object {\"<agentId>\": \"<64 hex token>\"}; claw-identity write-map validates a map before it writes it".into()
-    }
+    })
 }
 
 const ENTRY_FIX: &str = "correct or remove the entry: agent ids match ^[a-z0-9][a-z0-9_-]{0,63}$ and tokens are 64 hex characters; claw-identity write-map checks both before it writes";
