@@ -291,4 +291,41 @@ mod tests {
             "claw-identity audit\n  config  x\n\nno findings\n"
         );
     }
+
+    #[test]
+    fn doctor_json_lines_carry_the_stable_id_and_fail_for_both_fail_and_critical() {
+        let lines = |checks: Vec<Finding>| {
+            let r = Report {
+                ok: false,
+                problems: 2,
+                warnings: 0,
+                uid: 0,
+                map: "m".into(),
+                config: None,
+                map_loaded: false,
+                checks,
+                agents: Vec::new(),
+                guarded: Vec::new(),
+            };
+            serde_json::to_value(&r).unwrap()["checks"].clone()
+        };
+        let v = lines(vec![
+            Finding::new(
+                "posture_exposed",
+                Severity::Critical,
+                "posture",
+                "t",
+                "d",
+                Some("f".into()),
+            ),
+            Finding::doctor("map_empty", Severity::Fail, "map content", "e", None),
+        ]);
+        assert_eq!(
+            v,
+            serde_json::json!([
+                {"id": "posture_exposed", "status": "fail", "check": "posture", "message": "d", "fix": "f"},
+                {"id": "map_empty", "status": "fail", "check": "map content", "message": "e"},
+            ])
+        );
+    }
 }

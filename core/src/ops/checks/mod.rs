@@ -22,8 +22,6 @@ use crate::token_map::{self, MapError, MapFile, Parsed};
 
 /// What the checks judge, gathered once.
 pub struct Inputs<'a> {
-    /// `--config`, or the gateway's config audit was given.
-    pub config_path: Option<&'a Path>,
     /// The config, or why it could not be read.
     pub config: Option<Result<OpenClawConfig, String>>,
     /// `--map`: the map to check instead of the one the plugin reads.
@@ -83,7 +81,6 @@ impl<'a> Inputs<'a> {
             None => (None, None),
         };
         Ok(Self {
-            config_path,
             configured: loaded.and_then(OpenClawConfig::agents),
             guarded: guarded(&opts, loaded),
             plugin,
