@@ -404,8 +404,11 @@ export function writeTokenMapSync(path: string, map: TokenMapInput): WrittenToke
 export function resolveTokenMapPath(options?: { map?: string; config?: string }): string;
 
 export interface DoctorCheck {
+  /** The check's stable id, e.g. `posture_exposed`: as in audit's `checkId` (`claw-identity.<id>`). */
+  id: string;
   /** `fail`: stops token injection for some or all agents, or sends a token out of the gateway. */
   status: 'ok' | 'warn' | 'fail' | 'skip' | 'info';
+  /** The line's label, e.g. `posture` (several ids share one). */
   check: string;
   message: string;
   fix?: string;
@@ -505,9 +508,10 @@ export interface AuditFinding {
 
 /**
  * The findings claw-identity adds to `openclaw security audit --deep` (and
- * `claw-identity audit` prints), for the gateway config at `config`.
+ * `claw-identity audit` prints), for the gateway config at `config`: `ok`
+ * when none is above info, `text` as the CLI prints them, `report` the findings.
  */
-export function audit(options: { config: string; live?: LiveFacts }): AuditFinding[];
+export function audit(options: { config: string; live?: LiveFacts }): { ok: boolean; text: string; report: AuditFinding[] };
 
 /** An agent of the map in force, by its token's fingerprint. */
 export interface AgentFingerprint {

@@ -78,7 +78,10 @@ export function surface(build, load) {
     return native.opsDoctor(map, config, live);
   }
 
-  /** The findings of `claw-identity audit` for the gateway config `config` (and `live`, as for doctor). */
+  /**
+   * `claw-identity audit` for the gateway config `config` (and `live`, as for
+   * doctor): `{ ok, text, report }`, `report` being the findings.
+   */
   function audit({ config, live } = {}) {
     if (typeof config !== 'string' || config === '') throw new TypeError('claw-identity: audit(): config must be the path of an openclaw.json');
     return native.opsAudit(config, live);

@@ -285,25 +285,10 @@ async function runWriteMap(o, lib, io) {
 async function runAudit(o, lib, io) {
   if (o.map !== undefined) throw new UsageError('--map is not an audit option: the map is the one the config names');
   const live = o.mcp ? await gatherLive(o.config, lib, io) : undefined;
-  const findings = lib.audit({ config: o.config, live });
-  if (o.json) io.json(findings);
-  else io.say(renderFindings(findings, o.config));
-  return findings.some((f) => f.severity !== 'info') ? EXIT_PROBLEM : EXIT_OK;
-}
-
-const SEVERITY_ORDER = { critical: 0, warn: 1, info: 2 };
-
-/** Findings for a terminal: one block each, most severe first. */
-export function renderFindings(findings, config) {
-  let out = `claw-identity audit\n  config  ${config}\n\n`;
-  if (findings.length === 0) return `${out}no findings\n`;
-  const ordered = findings.toSorted((a, b) => SEVERITY_ORDER[a.severity] - SEVERITY_ORDER[b.severity]);
-  for (const f of ordered) {
-    out += `${f.severity.toUpperCase().padEnd(8)}  ${f.checkId}: ${f.title}\n`;
-    out += `          ${f.detail}\n`;
-    if (f.remediation) out += `          fix: ${f.remediation}\n`;
-  }
-  return out;
+  const r = lib.audit({ config: o.config, live });
+  if (o.json) io.json(r.report);
+  else io.say(r.text);
+  return r.ok ? EXIT_OK : EXIT_PROBLEM;
 }
 
 /** One line on whether the agents are contained (`stats().posture`). */

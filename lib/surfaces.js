@@ -1,7 +1,7 @@
 // claw-identity's operator surfaces in OpenClaw: the `openclaw claw-identity`
 // commands, the `claw-identity.status` gateway method, the findings for
 // `openclaw security audit`, and the watcher as an OpenClaw service with its
-// health and reload policy. Wiring only: the checks run in Rust (ops::audit),
+// health and reload policy. Wiring only: the checks run in Rust (ops::checks),
 // the commands in cli.js, loaded when one of them runs.
 import { createRequire } from 'node:module';
 
@@ -40,7 +40,7 @@ export function registerOperatorSurfaces(api, native, lib) {
   registerCommands(api, lib);
   // profileAccess stays "required" (the default): it reads the live layer.
   api.registerGatewayMethod?.('claw-identity.status', ({ respond }) => respond(true, statusOf(native, lib.version)), { scope: 'operator.read' });
-  api.registerSecurityAuditCollector?.((ctx) => native.opsAudit(ctx.configPath));
+  api.registerSecurityAuditCollector?.((ctx) => native.opsAudit(ctx.configPath).report);
 }
 
 /**

@@ -398,19 +398,21 @@ pub fn ops_doctor(
     ops_report(r.ok, r.render(), &r)
 }
 
-/// `openclaw security audit`'s findings for the gateway config at `config`:
-/// `[{checkId, severity, title, detail, remediation?}]`; with `live`, those
-/// of `audit --mcp` too.
-#[napi(ts_return_type = "AuditFinding[]")]
-pub fn ops_audit(config: String, live: Option<serde_json::Value>) -> Result<serde_json::Value> {
+/// `claw-identity audit` for the gateway config at `config`: `report` is
+/// the findings `openclaw security audit` gets
+/// (`[{checkId, severity, title, detail, remediation?}]`), `text` how the
+/// CLI prints them, `ok` that none is above info; with `live`, those of
+/// `audit --mcp` too.
+#[napi]
+pub fn ops_audit(config: String, live: Option<serde_json::Value>) -> Result<OpsReport> {
     let live = live_of(live)?;
-    let mut findings = serde_json::to_value(ops::audit::run(
+    let all = ops::audit::run(
         &claw_identity_core::paths::host_path(&config),
         live.as_ref(),
-    ))
-    .map_err(|e| Error::from_reason(format!("claw-identity: cannot encode the findings: {e}")))?;
-    ops::shown_value(&mut findings);
-    Ok(findings)
+    );
+    let findings = ops::render::audit_findings(&all);
+    let ok = findings.iter().all(|f| f.severity == "info");
+    ops_report(ok, ops::render::audit_text(&findings, &config), &findings)
 }
 
 /// How OpenClaw would launch each `mcp.servers` entry whose tools the layer

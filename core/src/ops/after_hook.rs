@@ -11,8 +11,8 @@
 
 use serde_json::Value;
 
-use super::audit::Severity;
-use super::{Found, Live};
+use super::finding::{Finding, Scope, Severity};
+use super::Live;
 use crate::openclaw::config::{OpenClawConfig, PLUGIN_ID};
 use crate::redact::shown;
 
@@ -27,7 +27,7 @@ fn on(v: Option<&Value>) -> bool {
 
 /// The findings the config alone gives: OTEL content capture, and exec
 /// completion notices for agents with a shell on the host.
-pub fn config_findings(c: &OpenClawConfig) -> Vec<Found> {
+pub fn config_findings(c: &OpenClawConfig) -> Vec<Finding> {
     let mut out = Vec::new();
     // resolveDiagnosticModelContentCapturePolicy (diagnostic-llm-content-*.mjs).
     if on(c.get(&["diagnostics", "otel", "captureContent"])) {
@@ -45,22 +45,24 @@ pub fn config_findings(c: &OpenClawConfig) -> Vec<Found> {
             "openclaw config set diagnostics.otel.captureContent false --strict-json".to_owned(),
         );
         if off.is_empty() {
-            out.push(Found {
+            out.push(Finding {
                 id: "otel_captures_tokens",
-                severity: Some(Severity::Critical),
+                severity: Severity::Critical,
                 label: "token export",
                 title: "OpenTelemetry content capture exports the tokens claw-identity injects",
                 detail: "diagnostics.otel.captureContent is true and OTEL tracing is on: OpenClaw exports each tool call's final params, the auth_token claw-identity set included, and its raw output, before claw-identity's redaction, to the OTEL collector".into(),
                 fix,
+                scope: Scope::Both,
             });
         } else {
-            out.push(Found {
+            out.push(Finding {
                 id: "otel_capture_inactive",
-                severity: Some(Severity::Info),
+                severity: Severity::Info,
                 label: "token export",
                 title: "OpenTelemetry content capture is set, but not active",
                 detail: format!("diagnostics.otel.captureContent is true but inactive ({}); once OTEL tracing is on, it exports every tool call's params, the injected tokens included", off.join(", ")),
                 fix,
+                scope: Scope::Both,
             });
         }
     }
@@ -87,13 +89,14 @@ pub fn config_findings(c: &OpenClawConfig) -> Vec<Found> {
             );
         }
         fix += "; a backgrounded command's output then reaches the agent only through process poll or log, as a tool result claw-identity redacts";
-        out.push(Found {
+        out.push(Finding {
             id: "exec_notify_on_exit",
-            severity: Some(Severity::Warn),
+            severity: Severity::Warn,
             label: "exec notices",
             title: "a backgrounded command's output reaches the model past claw-identity's redaction",
             detail: format!("{who} {have} a shell on the host and tools.exec.notifyOnExit is on (the default): when a backgrounded exec ends, OpenClaw hands up to {NOTIFY_SNIPPET_CHARS} characters of its output to the agent's next turn as a system event, not as a tool result, so the tool-result redaction never sees it, and a token the command printed (cat of the map, an env dump) can reach the model. claw-identity still redacts what is stored in the transcript"),
             fix: Some(fix),
+            scope: Scope::Both,
         });
     }
     out
@@ -140,19 +143,20 @@ fn list(ids: &[&str]) -> String {
 /// Which other loaded plugins get the params after the rewrite, from what
 /// OpenClaw itself lists (`typedHooks`, `contracts.trustedToolPolicies`).
 /// A plugin's hook matcher is not listed, so a hook may skip the owned tools.
-pub fn plugin_findings(live: &Live) -> Vec<Found> {
+pub fn plugin_findings(live: &Live) -> Vec<Finding> {
     let Some(plugins) = &live.plugins else {
         let why = match &live.plugins_error {
             Some(e) => format!("OpenClaw did not list its plugins: {}", crate::redact::scrub(e)),
             None => "this command runs without OpenClaw, so it can't ask which plugins are loaded with which hooks".to_owned(),
         };
-        return vec![Found {
+        return vec![Finding {
             id: "token_readers_unchecked",
-            severity: Some(Severity::Info),
+            severity: Severity::Info,
             label: "token readers",
             title: "which other plugins get the injected token was not checked",
             detail: why,
             fix: Some("run openclaw claw-identity doctor --mcp (or audit --mcp): it asks OpenClaw (openclaw plugins inspect --all --runtime --json)".into()),
+            scope: Scope::Both,
         }];
     };
     let seen: Vec<Seen<'_>> = plugins.iter().filter_map(seen).collect();
@@ -191,22 +195,24 @@ pub fn plugin_findings(live: &Live) -> Vec<Found> {
     readers.sort_unstable();
     readers.dedup();
     if readers.is_empty() {
-        return vec![Found {
+        return vec![Finding {
             id: "token_readers",
-            severity: None,
+            severity: Severity::Pass,
             label: "token readers",
             title: "",
             detail: format!("of the {} plugins OpenClaw has loaded, none but claw-identity registers a hook that gets a tool call's params", seen.len() + 1),
             fix: None,
+            scope: Scope::Both,
         }];
     }
-    vec![Found {
+    vec![Finding {
         id: "token_readers",
-        severity: Some(Severity::Info),
+        severity: Severity::Info,
         label: "token readers",
         title: "other loaded plugins get the params after claw-identity set the token",
         detail: format!("OpenClaw hands these plugins the params with the real auth_token in them: {}. OpenClaw does not list a hook's matcher, so some may never see the owned tools; any that does can read, log or pass on the token", parts.join("; ")),
         fix: Some(format!("keep only plugins you trust with every agent's token; disable the others: openclaw plugins disable {}", readers.join(" "))),
+        scope: Scope::Both,
     }]
 }
 
@@ -215,7 +221,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn ids(f: &[Found]) -> Vec<(&str, Option<Severity>)> {
+    fn ids(f: &[Finding]) -> Vec<(&str, Severity)> {
         f.iter().map(|f| (f.id, f.severity)).collect()
     }
 
@@ -231,10 +237,7 @@ mod tests {
         let f = config_findings(&cfg(&format!(
             "{{ diagnostics: {{ otel: {{ enabled: true, captureContent: true }} }}, {SANDBOXED} }}"
         )));
-        assert_eq!(
-            ids(&f),
-            [("otel_captures_tokens", Some(Severity::Critical))]
-        );
+        assert_eq!(ids(&f), [("otel_captures_tokens", Severity::Critical)]);
         assert!(f[0].detail.contains("final params"), "{}", f[0].detail);
         assert_eq!(
             f[0].fix.as_deref(),
@@ -250,7 +253,7 @@ mod tests {
             )));
             assert_eq!(
                 ids(&f),
-                [("otel_capture_inactive", Some(Severity::Info))],
+                [("otel_capture_inactive", Severity::Info)],
                 "{off}"
             );
         }
@@ -266,7 +269,7 @@ mod tests {
         let f = config_findings(&cfg(
             r#"{ agents: { entries: { "paco--francis": {}, "paco--dali": {} } } }"#,
         ));
-        assert_eq!(ids(&f), [("exec_notify_on_exit", Some(Severity::Warn))]);
+        assert_eq!(ids(&f), [("exec_notify_on_exit", Severity::Warn)]);
         assert!(
             f[0].detail
                 .starts_with("agents \"paco--dali\", \"paco--francis\" have a shell on the host"),
@@ -299,7 +302,7 @@ mod tests {
                             quiet: { sandbox: { mode: "off" }, tools: { exec: { notifyOnExit: false } } },
                             routed: { tools: { exec: { host: "gateway", notifyOnExit: true } } } } } }"#,
         ));
-        assert_eq!(ids(&f), [("exec_notify_on_exit", Some(Severity::Warn))]);
+        assert_eq!(ids(&f), [("exec_notify_on_exit", Severity::Warn)]);
         assert!(
             f[0].detail.starts_with("agents \"loud\", \"routed\" have"),
             "{}",
@@ -355,7 +358,7 @@ mod tests {
             ..Live::default()
         };
         let f = plugin_findings(&live);
-        assert_eq!(ids(&f), [("token_readers", Some(Severity::Info))]);
+        assert_eq!(ids(&f), [("token_readers", Severity::Info)]);
         let d = &f[0].detail;
         assert!(d.contains("after_tool_call hooks, which get every call's params and result once it ran: \"tracer\""), "{d}");
         assert!(d.contains("before_tool_call hooks, which all run after the trusted tier, on the rewritten params: \"audit-stamp\""), "{d}");
@@ -385,9 +388,12 @@ mod tests {
             )]),
             ..Live::default()
         };
-        assert_eq!(ids(&plugin_findings(&alone)), [("token_readers", None)]);
+        assert_eq!(
+            ids(&plugin_findings(&alone)),
+            [("token_readers", Severity::Pass)]
+        );
         let f = plugin_findings(&Live::default());
-        assert_eq!(ids(&f), [("token_readers_unchecked", Some(Severity::Info))]);
+        assert_eq!(ids(&f), [("token_readers_unchecked", Severity::Info)]);
         assert!(f[0].detail.contains("runs without OpenClaw"));
         let failed = Live {
             plugins_error: Some("exit 1".into()),

@@ -21,8 +21,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::audit::Severity;
-use super::Found;
+use super::finding::{Finding, Severity};
 use crate::openclaw::config::{OpenClawConfig, PLUGIN_ID};
 use crate::openclaw::tool_names::{fragment, safe_server_names, tool_id, SERVER_MAX};
 use crate::options::Options;
@@ -95,7 +94,7 @@ fn url_shown(url: &str) -> String {
 #[derive(Debug, Default)]
 pub struct Plan {
     pub launches: Vec<Launch>,
-    pub found: Vec<Found>,
+    pub found: Vec<Finding>,
 }
 
 /// Whether any tool id of this server could start with one of `prefixes`.
@@ -189,20 +188,13 @@ fn text_field<'a>(raw: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
 
 fn found(
     id: &'static str,
-    severity: Option<Severity>,
+    severity: Severity,
     label: &'static str,
     title: &'static str,
     detail: String,
     fix: Option<String>,
-) -> Found {
-    Found {
-        id,
-        severity,
-        label,
-        title,
-        detail,
-        fix,
-    }
+) -> Finding {
+    Finding::new(id, severity, label, title, detail, fix)
 }
 
 const PROBE_HINT: &str = "openclaw mcp probe";
@@ -214,12 +206,12 @@ fn launch(
     safe_name: &str,
     raw: &Value,
     vars: &dyn Fn(&str) -> Option<String>,
-) -> Result<Launch, Found> {
+) -> Result<Launch, Finding> {
     let key = format!("mcp.servers.{}", shown(name));
     let skip = |detail: String, fix: String| {
         found(
             "mcp_server_unchecked",
-            Some(Severity::Warn),
+            Severity::Warn,
             "mcp server",
             "an MCP server whose tools claw-identity owns could not be checked",
             detail,
@@ -334,7 +326,7 @@ pub fn plan(c: &OpenClawConfig, opts: &Options) -> Plan {
     let Some(servers) = servers else {
         plan.found.push(found(
             "mcp_no_servers",
-            Some(Severity::Warn),
+            Severity::Warn,
             "mcp servers",
             "the config has no MCP server, so no tool schema could be checked",
             format!("mcp.servers is empty or not set, so nothing in this config offers the tools toolPrefix {shown_prefixes} names"),
@@ -356,7 +348,7 @@ pub fn plan(c: &OpenClawConfig, opts: &Options) -> Plan {
     for (id, group) in by_safe.iter().filter(|(_, g)| g.len() > 1) {
         plan.found.push(found(
             "mcp_server_names_collide",
-            Some(Severity::Warn),
+            Severity::Warn,
             "mcp servers",
             "two MCP servers get the same tool-id prefix",
             format!(
@@ -395,7 +387,7 @@ pub fn plan(c: &OpenClawConfig, opts: &Options) -> Plan {
     if plan.launches.is_empty() && plan.found.is_empty() {
         plan.found.push(found(
             "mcp_no_owned_server",
-            Some(Severity::Warn),
+            Severity::Warn,
             "mcp servers",
             "no configured MCP server has tools that toolPrefix matches",
             format!(
@@ -490,7 +482,7 @@ fn param(schema: &Value, name: &str) -> Param {
 }
 
 /// The checks of one owned tool's schema.
-fn tool_findings(server: &str, id: &str, schema: &Value, opts: &Options) -> Vec<Found> {
+fn tool_findings(server: &str, id: &str, schema: &Value, opts: &Options) -> Vec<Finding> {
     let token = opts.token_param.as_str();
     let conv = &opts.rules.conversation_id;
     let tool = format!("{} (server \"{}\")", shown(id), shown(server));
@@ -501,7 +493,7 @@ fn tool_findings(server: &str, id: &str, schema: &Value, opts: &Options) -> Vec<
     if t == Param::Undeclared {
         out.push(found(
             "mcp_token_param_undeclared",
-            Some(Severity::Critical),
+            Severity::Critical,
             "mcp tool",
             "an owned MCP tool does not declare the token parameter: its server drops the token",
             format!("{tool} does not declare {token} in its inputSchema: the MCP SDK drops every argument a tool's schema does not declare, so the token claw-identity sets never reaches the server, and the call fails authentication or runs without its agent's identity"),
@@ -511,7 +503,7 @@ fn tool_findings(server: &str, id: &str, schema: &Value, opts: &Options) -> Vec<
     if c == Some(Param::Undeclared) {
         out.push(found(
             "mcp_conversation_param_undeclared",
-            Some(Severity::Warn),
+            Severity::Warn,
             "mcp tool",
             "an owned MCP tool does not declare the conversation parameter: its server drops it",
             format!("{tool} does not declare {} in its inputSchema while rule conversation-id is on: the MCP SDK drops it, so the server never learns which conversation a call came from, and its approval cards lose their chat", shown(&conv.param)),
@@ -533,7 +525,7 @@ fn tool_findings(server: &str, id: &str, schema: &Value, opts: &Options) -> Vec<
         };
         out.push(found(
             "mcp_injected_param_required",
-            Some(Severity::Warn),
+            Severity::Warn,
             "mcp tool",
             "an owned MCP tool requires a parameter claw-identity injects: a call that leaves it out is refused before any plugin runs",
             format!("{tool} lists {names} in required: where OpenClaw offers the tool to the model by name (tools.toolSearch false, for one), it validates the model's arguments against the schema before any plugin runs (argument-validation), so a call whose model leaves {it} out, as a model that has learned not to handle the secret does, is refused before claw-identity can set {it} (Tool Search's tool_call does not check an MCP tool's arguments)"),
@@ -547,7 +539,7 @@ fn tool_findings(server: &str, id: &str, schema: &Value, opts: &Options) -> Vec<
         {
             out.push(found(
                 "mcp_injected_param_type",
-                Some(Severity::Warn),
+                Severity::Warn,
                 "mcp tool",
                 "an owned MCP tool declares an injected parameter with a type other than string",
                 format!("{tool} declares {} with type {ty}: claw-identity sets a string, which the server's own validation refuses", shown(name)),
@@ -562,7 +554,7 @@ fn tool_findings(server: &str, id: &str, schema: &Value, opts: &Options) -> Vec<
         };
         out.push(found(
             "mcp_tool_ok",
-            None,
+            Severity::Pass,
             "mcp tool",
             "",
             format!("{tool} declares {declared}, optional: the server gets what claw-identity sets, and a model that leaves them out is not refused"),
@@ -574,7 +566,7 @@ fn tool_findings(server: &str, id: &str, schema: &Value, opts: &Options) -> Vec<
 
 /// Every finding about the owned MCP servers: the config's ([`plan`]), and
 /// each server's answer in `probes`.
-pub fn findings(c: &OpenClawConfig, opts: &Options, probes: &[Probe]) -> Vec<Found> {
+pub fn findings(c: &OpenClawConfig, opts: &Options, probes: &[Probe]) -> Vec<Finding> {
     let plan = plan(c, opts);
     let mut out = plan.found;
     for l in &plan.launches {
@@ -597,7 +589,7 @@ pub fn findings(c: &OpenClawConfig, opts: &Options, probes: &[Probe]) -> Vec<Fou
                 };
                 out.push(found(
                     "mcp_unreachable",
-                    Some(Severity::Critical),
+                    Severity::Critical,
                     "mcp server",
                     "an MCP server whose tools claw-identity owns could not be reached",
                     format!("the tools of server \"{}\" could not be listed ({}): {why}. OpenClaw launches it the same way, so its tools are likely missing in the gateway too, and their schemas are unchecked", shown(&l.server), l.shown()),
@@ -623,7 +615,7 @@ pub fn findings(c: &OpenClawConfig, opts: &Options, probes: &[Probe]) -> Vec<Fou
                 .collect();
             out.push(found(
                 "mcp_no_owned_tools",
-                Some(Severity::Warn),
+                Severity::Warn,
                 "mcp server",
                 "an MCP server lists no tool that toolPrefix matches",
                 format!(
@@ -663,7 +655,7 @@ mod tests {
         }
     }
 
-    fn ids(f: &[Found]) -> Vec<(&str, Option<Severity>)> {
+    fn ids(f: &[Finding]) -> Vec<(&str, Severity)> {
         f.iter().map(|f| (f.id, f.severity)).collect()
     }
 
@@ -737,7 +729,7 @@ mod tests {
             details[2].contains("neither a command nor a url"),
             "{details:?}"
         );
-        assert!(p.found.iter().all(|f| f.severity == Some(Severity::Warn)));
+        assert!(p.found.iter().all(|f| f.severity == Severity::Warn));
     }
 
     #[test]
@@ -757,10 +749,7 @@ mod tests {
         );
         let p = plan(&c, &opts(""));
         assert!(p.launches.is_empty());
-        assert_eq!(
-            ids(&p.found),
-            [("mcp_server_unchecked", Some(Severity::Warn))]
-        );
+        assert_eq!(ids(&p.found), [("mcp_server_unchecked", Severity::Warn)]);
         assert!(
             p.found[0].detail.contains("${CLAW_MCP_TEST_UNSET}"),
             "{}",
@@ -771,12 +760,9 @@ mod tests {
     #[test]
     fn no_servers_no_match_and_colliding_names_are_findings() {
         let p = plan(&OpenClawConfig::from_text("{}"), &opts(""));
-        assert_eq!(ids(&p.found), [("mcp_no_servers", Some(Severity::Warn))]);
+        assert_eq!(ids(&p.found), [("mcp_no_servers", Severity::Warn)]);
         let p = plan(&config(r#"{ files: { command: "x" } }"#), &opts(""));
-        assert_eq!(
-            ids(&p.found),
-            [("mcp_no_owned_server", Some(Severity::Warn))]
-        );
+        assert_eq!(ids(&p.found), [("mcp_no_owned_server", Severity::Warn)]);
         assert!(p.found[0].detail.contains("\"files\""));
         let p = plan(
             &config(r#"{ "claw os": { command: "x" }, "claw-os": { command: "y" } }"#),
@@ -784,7 +770,7 @@ mod tests {
         );
         assert_eq!(
             ids(&p.found),
-            [("mcp_server_names_collide", Some(Severity::Warn))]
+            [("mcp_server_names_collide", Severity::Warn)]
         );
     }
 
@@ -800,7 +786,7 @@ mod tests {
                 json!([{ "name": "claw_notes", "inputSchema": recommended() }]),
             )],
         );
-        assert_eq!(ids(&ok), [("mcp_tool_ok", None)]);
+        assert_eq!(ids(&ok), [("mcp_tool_ok", Severity::Pass)]);
         assert!(ok[0].detail.starts_with("claw-os__claw_notes (server \"claw-os\") declares auth_token and _conversation_id, optional"), "{}", ok[0].detail);
 
         let tools = json!([
@@ -816,12 +802,12 @@ mod tests {
         assert_eq!(
             ids(&f),
             [
-                ("mcp_token_param_undeclared", Some(Severity::Critical)),
-                ("mcp_conversation_param_undeclared", Some(Severity::Warn)),
-                ("mcp_injected_param_required", Some(Severity::Warn)),
-                ("mcp_injected_param_type", Some(Severity::Warn)),
-                ("mcp_token_param_undeclared", Some(Severity::Critical)),
-                ("mcp_conversation_param_undeclared", Some(Severity::Warn)),
+                ("mcp_token_param_undeclared", Severity::Critical),
+                ("mcp_conversation_param_undeclared", Severity::Warn),
+                ("mcp_injected_param_required", Severity::Warn),
+                ("mcp_injected_param_type", Severity::Warn),
+                ("mcp_token_param_undeclared", Severity::Critical),
+                ("mcp_conversation_param_undeclared", Severity::Warn),
             ]
         );
         assert!(
@@ -865,10 +851,10 @@ mod tests {
             r#""tokenParam": "tok", "toolPrefix": "claw-os__notes", "rules": { "conversationId": { "enabled": false } }"#,
         );
         let f = findings(&c, &o, &[listed("claw-os", tools.clone())]);
-        assert_eq!(ids(&f), [("mcp_tool_ok", None)]);
+        assert_eq!(ids(&f), [("mcp_tool_ok", Severity::Pass)]);
         let o = opts(r#""toolPrefix": "claw-os__x""#);
         let f = findings(&c, &o, &[listed("claw-os", tools)]);
-        assert_eq!(ids(&f), [("mcp_no_owned_tools", Some(Severity::Warn))]);
+        assert_eq!(ids(&f), [("mcp_no_owned_tools", Severity::Warn)]);
         assert!(
             f[0].detail.contains("claw-os__notes, claw-os__other"),
             "{}",
@@ -888,7 +874,7 @@ mod tests {
             stderr: Some(format!("boot\nfatal: bad key {secret}\n")),
         };
         let f = findings(&c, &opts(""), &[p]);
-        assert_eq!(ids(&f), [("mcp_unreachable", Some(Severity::Critical))]);
+        assert_eq!(ids(&f), [("mcp_unreachable", Severity::Critical)]);
         let d = &f[0].detail;
         assert!(d.contains("(stdio: /opt/claw/server): MCP error -32000: Connection closed; its stderr ends: boot fatal: bad key"), "{d}");
         assert!(!d.contains(&secret[..16]) && !d.contains("s3cret"), "{d}");

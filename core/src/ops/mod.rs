@@ -1,20 +1,22 @@
-//! Operator tools: `claw-identity doctor`, `claw-identity explain` and the
+//! Operator tools: `claw-identity doctor`, `audit`, `explain` and the
 //! atomic map writer (`writeTokenMap`, `claw-identity write-map`). Pure Rust
 //! over the very gate, parser and engine the plugin uses, so what they report
 //! is what the plugin does; `lib.rs` wraps them for JavaScript.
 
 pub mod after_hook;
 pub mod audit;
+pub mod checks;
 pub mod doctor;
 pub mod explain;
+pub mod finding;
 pub mod mcp;
+pub mod render;
 pub mod writer;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::redact::scrub;
-use audit::Severity;
 
 /// What an operator tool shows, last: every string of its text and of its
 /// report (keys too) with each run of 16 or more hex digits shown by its
@@ -48,19 +50,6 @@ pub fn shown_value(value: &mut Value) {
         }
         _ => {}
     }
-}
-
-/// One result of a check that doctor and audit share: doctor prints it
-/// under `label` (an `ok` line when `severity` is `None`), audit reports it
-/// as `claw-identity.<id>` with `title` (and leaves the `None` ones out).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Found {
-    pub id: &'static str,
-    pub severity: Option<Severity>,
-    pub label: &'static str,
-    pub title: &'static str,
-    pub detail: String,
-    pub fix: Option<String>,
 }
 
 /// What only a live system can tell, gathered by the JS side for
@@ -157,7 +146,8 @@ mod tests {
                 "doctor, {case}: {}",
                 scrub(&text)
             );
-            let mut findings = serde_json::to_value(audit::run(&cfg, None)).unwrap();
+            let mut findings =
+                serde_json::to_value(render::audit_findings(&audit::run(&cfg, None))).unwrap();
             shown_value(&mut findings);
             assert!(!leaks(&findings.to_string()), "audit, {case}");
             let params = serde_json::Map::from_iter([("note".to_owned(), json!(P))]);

@@ -59,12 +59,13 @@ fn io_error(path: &Path, what: &str, e: &std::io::Error) -> MapError {
 }
 
 fn unsafe_file(path: &Path, problem: String, fix: String) -> MapError {
-    MapError::new(
+    MapError::with_fix(
         MapErrorKind::Unsafe,
-        format!(
-            "{}: {problem}; refusing to load it (fix: {fix})",
+        &format!(
+            "{}: {problem}; refusing to load it",
             crate::paths::shown(path)
         ),
+        &fix,
     )
 }
 
@@ -464,6 +465,11 @@ mod tests {
                 .contains(&format!("chmod 600 {}", crate::paths::shown(&p))),
             "{e}"
         );
+        // The fix is typed, and the message still ends with it.
+        let fix = e.fix.as_deref().unwrap();
+        assert!(fix.starts_with("chmod 600 "), "{fix}");
+        assert!(!e.problem().contains("fix"), "{}", e.problem());
+        assert_eq!(e.message, format!("{} (fix: {fix})", e.problem()));
     }
 
     #[test]

@@ -11,8 +11,7 @@ use rustc_hash::FxBuildHasher;
 use std::fmt;
 use std::sync::Arc;
 
-use serde::de::{self, Deserializer, MapAccess, Visitor};
-use serde::Deserialize;
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 
 use crate::redact;
 
@@ -100,12 +99,18 @@ impl TokenMap {
     }
 }
 
-/// Why a map file as a whole was refused. The message names the problem and,
-/// where there is one, the fix; it never holds file content.
+/// Why a map file as a whole was refused. It never holds file content.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MapError {
     pub kind: MapErrorKind,
+    /// What logs, errors and `stats().lastError` show: the problem, followed
+    /// by ` (fix: …)` when the refusal was made [`MapError::with_fix`].
     pub message: String,
+    /// What to do about it, for tools (doctor, audit) that show the problem
+    /// and its fix apart: they read it here, never out of `message`.
+    pub fix: Option<String>,
+    /// `message` without the fix it quotes.
+    problem: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,10 +124,37 @@ pub enum MapErrorKind {
 
 impl MapError {
     pub fn new(kind: MapErrorKind, message: impl Into<String>) -> Self {
+        let message = redact::scrub(&message.into());
         Self {
             kind,
-            message: redact::scrub(&message.into()),
+            problem: message.clone(),
+            message,
+            fix: None,
         }
+    }
+
+    /// A refusal whose message ends with its fix: `"<problem> (fix: <fix>)"`.
+    pub fn with_fix(kind: MapErrorKind, problem: &str, fix: &str) -> Self {
+        let (problem, fix) = (redact::scrub(problem), redact::scrub(fix));
+        Self {
+            kind,
+            message: format!("{problem} (fix: {fix})"),
+            problem,
+            fix: Some(fix),
+        }
+    }
+
+    /// The same refusal with a fix that its message does not quote.
+    fn fixed_by(self, fix: &str) -> Self {
+        Self {
+            fix: Some(fix.to_owned()),
+            ..self
+        }
+    }
+
+    /// The problem alone: `message` without the fix it may quote.
+    pub fn problem(&self) -> &str {
+        &self.problem
     }
 }
 
@@ -152,10 +184,22 @@ pub struct Parsed {
 pub fn parse(bytes: &[u8]) -> Result<Parsed, MapError> {
     // RFC 8259 lets a parser ignore a byte order mark; editors on some systems add one.
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let duplicate = std::cell::Cell::new(false);
     let entries = {
         let mut de = serde_json::Deserializer::from_slice(bytes);
-        let entries = RawEntries::deserialize(&mut de).map_err(|e| json_error(&e))?;
-        de.end().map_err(|e| json_error(&e))?;
+        let refused = |e: serde_json::Error| {
+            json_error(&e).fixed_by(if duplicate.get() {
+                DUPLICATE_FIX
+            } else {
+                JSON_FIX
+            })
+        };
+        let entries = EntriesVisitor {
+            duplicate: &duplicate,
+        }
+        .deserialize(&mut de)
+        .map_err(refused)?;
+        de.end().map_err(refused)?;
         entries.0
     };
 
@@ -219,10 +263,15 @@ fn shared_token(first: &str, second: &str, token: &str) -> MapError {
             redact::fingerprint(token)
         ),
     )
+    .fixed_by(SHARED_TOKEN_FIX)
 }
 
-/// In the message of a map refused for a shared token (doctor matches it).
+/// In the message of a map refused for a shared token.
 pub const SHARED_TOKEN: &str = "have the same token";
+
+const SHARED_TOKEN_FIX: &str = "mint a token for each agent and rewrite the map (the server can't tell two agents with one token apart); claw-identity write-map refuses shared tokens";
+const DUPLICATE_FIX: &str = "keep one entry per agent: with two, nobody can tell which token the agent holds; claw-identity write-map refuses duplicates";
+const JSON_FIX: &str = "rewrite it as a JSON object {\"<agentId>\": \"<64 hex token>\"}; claw-identity write-map validates a map before it writes it";
 
 fn json_type(v: &serde_json::Value) -> &'static str {
     match v {
@@ -244,16 +293,22 @@ fn json_error(e: &serde_json::Error) -> MapError {
     )
 }
 
-/// Entries in file order, keeping duplicates so they can be refused.
+/// Entries in file order; a duplicate agent id refuses the file.
 struct RawEntries(Vec<(String, serde_json::Value)>);
 
-impl<'de> Deserialize<'de> for RawEntries {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(EntriesVisitor)
-    }
+/// Reads [`RawEntries`], and sets `duplicate` when it refuses a duplicate
+/// (the error itself is serde's, with the position it adds).
+struct EntriesVisitor<'a> {
+    duplicate: &'a std::cell::Cell<bool>,
 }
 
-struct EntriesVisitor;
+impl<'de> DeserializeSeed<'de> for EntriesVisitor<'_> {
+    type Value = RawEntries;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<RawEntries, D::Error> {
+        d.deserialize_any(self)
+    }
+}
 
 macro_rules! refuse_top_level {
     ($($method:ident($ty:ty) => $what:literal),* $(,)?) => {
@@ -264,7 +319,7 @@ macro_rules! refuse_top_level {
     };
 }
 
-impl<'de> Visitor<'de> for EntriesVisitor {
+impl<'de> Visitor<'de> for EntriesVisitor<'_> {
     type Value = RawEntries;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -277,6 +332,7 @@ impl<'de> Visitor<'de> for EntriesVisitor {
         while let Some(key) = access.next_key::<String>()? {
             let value: serde_json::Value = access.next_value()?;
             if !seen.insert(key.clone()) {
+                self.duplicate.set(true);
                 return Err(de::Error::custom(format!(
                     "agent id \"{}\" appears more than once (ambiguous owner); remove the duplicate",
                     redact::shown(&key)
@@ -513,5 +569,20 @@ pub(crate) mod tests {
         let p = ok(&format!(r#"{{"a": "{T1}"}}"#));
         let t = p.map.get("a").unwrap();
         assert!(!format!("{t:?} {t}").contains(&T1[..16]));
+    }
+
+    #[test]
+    fn each_refusal_of_the_content_carries_its_own_fix_outside_its_message() {
+        let fix = |json: &str| {
+            let e = err(json.as_bytes());
+            assert_eq!(e.problem(), e.message, "the message quotes no fix");
+            e.fix.expect("a fix")
+        };
+        assert!(fix("{").starts_with("rewrite it as a JSON object"));
+        assert!(fix("[]").starts_with("rewrite it as a JSON object"));
+        assert!(fix(&format!(r#"{{"a": "{T1}", "a": "{T2}"}}"#))
+            .starts_with("keep one entry per agent"));
+        assert!(fix(&format!(r#"{{"a": "{T1}", "b": "{T1}"}}"#))
+            .starts_with("mint a token for each agent"));
     }
 }
