@@ -14,6 +14,7 @@ pub mod cli_backends;
 pub mod code_mode;
 pub mod config;
 pub mod cron;
+pub mod mcp;
 pub mod params;
 pub mod paths;
 pub mod plugins;
