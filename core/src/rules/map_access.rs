@@ -32,6 +32,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::{Context, Decision, Params, Reads, ToolCall};
+use crate::openclaw::paths::{absolutes, Reading};
 use crate::options::ProtectMap;
 use crate::paths;
 use crate::protected::resolved::{reaches, Access};
@@ -91,81 +92,6 @@ fn bases(
 /// The pipeline must look a session up first.
 enum Need {
     Session(String),
-}
-
-/// How a tool reads the paths it is given (OpenClaw 2026.9.6).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reading {
-    /// `read`, `write`, `edit`, `ls` (`createOpenClawReadTool` and the host
-    /// write/edit operations): an `@` reference, a `</arg_value>>` suffix,
-    /// `file://` through `fileURLToPath`, `~` as the OS home; not trimmed.
-    File,
-    /// The media tools (`view_image`, `pdf`, `*_generate`): trimmed, an `@`
-    /// and a `MEDIA:` prefix taken off, `file:` in any case, `~` as the
-    /// effective home (`normalizeMediaReferenceInputs`).
-    Media,
-    /// `message` media (`resolveLocalMediaPath`): as `Media`, but a relative
-    /// path is the workspace's.
-    Message,
-    /// Paths resolved against the gateway process's cwd, with no `~`
-    /// (`nodes` `outPath`, `sessions_spawn`'s `cwd` through
-    /// `resolveUserPath`, which does expand `~`: both readings are taken).
-    GatewayCwd,
-}
-
-/// Every way `raw` may be read as a path by a tool that reads it `reading`.
-fn spellings(raw: &str, reading: Reading, host: &dyn crate::sessions::Host) -> Vec<PathBuf> {
-    let mut texts: Vec<String> = Vec::new();
-    let base = match reading {
-        Reading::File => crate::openclaw::paths::strip_arg_value_suffix(raw).to_owned(),
-        Reading::Media | Reading::Message | Reading::GatewayCwd => {
-            let t = paths::js_trim(raw);
-            let t = t.strip_prefix('@').map(paths::js_trim).unwrap_or(t);
-            crate::openclaw::paths::strip_media_prefix(t).to_owned()
-        }
-    };
-    for t in crate::openclaw::paths::at_prefix_readings(&base) {
-        if !texts.contains(&t) {
-            texts.push(t);
-        }
-    }
-    let mut out = Vec::new();
-    let homes = host.homes();
-    for t in texts {
-        if paths::is_file_url(&t) {
-            if let Some(p) = host.file_url_to_path(&t) {
-                out.push(p);
-            }
-        }
-        if t == "~" || t.starts_with("~/") || t.starts_with("~\\") {
-            for h in &homes {
-                out.push(crate::openclaw::paths::expand_tilde(&t, Some(h)));
-            }
-        }
-        out.push(PathBuf::from(t));
-    }
-    out
-}
-
-/// The absolute paths a tool opens for `raw`.
-fn absolutes(
-    raw: &str,
-    reading: Reading,
-    bases: &[PathBuf],
-    host: &dyn crate::sessions::Host,
-) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for p in spellings(raw, reading, host) {
-        if paths::is_absolute(&p.to_string_lossy()) {
-            out.push(paths::resolve(Path::new("/"), &p));
-        } else {
-            for b in bases {
-                out.push(paths::resolve(b, &p));
-            }
-        }
-    }
-    out.dedup();
-    out
 }
 
 /// A string, the strings of a list, or the path-like strings of each
