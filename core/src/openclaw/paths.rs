@@ -219,6 +219,9 @@ pub fn strip_media_prefix(p: &str) -> &str {
     p
 }
 
+/// Node's `url.fileURLToPath`, as the host offers it.
+pub type FileUrl<'f> = &'f dyn Fn(&str) -> Option<PathBuf>;
+
 /// How a tool reads the paths it is given (OpenClaw 2026.9.6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reading {
@@ -240,7 +243,14 @@ pub enum Reading {
 }
 
 /// Every way `raw` may be read as a path by a tool that reads it `reading`.
-pub fn spellings(raw: &str, reading: Reading, host: &dyn crate::sessions::Host) -> Vec<PathBuf> {
+/// `homes`: every home `~` may stand for (the host's, [`homes`] without
+/// one); `file_url`: Node's `fileURLToPath`, `None` where it throws.
+pub fn spellings(
+    raw: &str,
+    reading: Reading,
+    homes: &[PathBuf],
+    file_url: FileUrl<'_>,
+) -> Vec<PathBuf> {
     let mut texts: Vec<String> = Vec::new();
     let base = match reading {
         Reading::File => strip_arg_value_suffix(raw).to_owned(),
@@ -256,15 +266,14 @@ pub fn spellings(raw: &str, reading: Reading, host: &dyn crate::sessions::Host) 
         }
     }
     let mut out = Vec::new();
-    let homes = host.homes();
     for t in texts {
         if crate::paths::is_file_url(&t) {
-            if let Some(p) = host.file_url_to_path(&t) {
+            if let Some(p) = file_url(&t) {
                 out.push(p);
             }
         }
         if t == "~" || t.starts_with("~/") || t.starts_with("~\\") {
-            for h in &homes {
+            for h in homes {
                 out.push(expand_tilde(&t, Some(h)));
             }
         }
@@ -278,10 +287,11 @@ pub fn absolutes(
     raw: &str,
     reading: Reading,
     bases: &[PathBuf],
-    host: &dyn crate::sessions::Host,
+    homes: &[PathBuf],
+    file_url: FileUrl<'_>,
 ) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    for p in spellings(raw, reading, host) {
+    for p in spellings(raw, reading, homes, file_url) {
         if crate::paths::is_absolute(&p.to_string_lossy()) {
             out.push(resolve(Path::new("/"), &p));
         } else {

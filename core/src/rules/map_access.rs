@@ -206,8 +206,9 @@ fn decide_paths<'a>(
         raw
     };
     let variants = READ_VARIANT_TOOLS.contains(&call.tool);
+    let homes = cx.host.homes();
     for r in raw {
-        let mut opened = absolutes(r, reading, &bases, cx.host);
+        let mut opened = absolutes(r, reading, &bases, &homes, &|u| cx.host.file_url_to_path(u));
         if variants {
             let more: Vec<PathBuf> = opened
                 .iter()

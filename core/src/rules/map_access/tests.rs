@@ -615,7 +615,13 @@ fn a_tilde_with_home_unset_is_the_password_databases_home_too() {
         panic!()
     };
     let bases = vec![f.ws.clone()];
-    let all = absolutes(p["path"].as_str().unwrap(), Reading::File, &bases, &other);
+    let all = absolutes(
+        p["path"].as_str().unwrap(),
+        Reading::File,
+        &bases,
+        &other.homes(),
+        &|u| other.file_url_to_path(u),
+    );
     assert!(all.contains(&f.map), "{all:?}");
 }
 
