@@ -17,6 +17,7 @@ pub mod cron;
 pub mod params;
 pub mod plugins;
 pub mod roster;
+pub mod sandbox_contract;
 pub mod sandbox_tools;
 pub mod tool_names;
 pub mod tool_policy;

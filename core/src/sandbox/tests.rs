@@ -9,7 +9,11 @@ use std::path::{Path, PathBuf};
 use super::host::{aliases_in, parse_mountinfo};
 use super::probe::{classify, key};
 use super::*;
-use crate::protected::{self, map_locations, OpenClawFiles};
+use crate::openclaw::sandbox_contract::{
+    Mount, OpenClawSession, WorkspaceAccess, AGENT_WORKSPACE_MOUNT,
+};
+use crate::options::{Network, SandboxOptions};
+use crate::protected::{self, map_locations, Guard, Location, OpenClawFiles};
 
 #[derive(Clone)]
 enum Node {
