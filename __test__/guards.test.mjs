@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 import { IdentityLayer, configure, entryFile, explain, fingerprint, redactToolResult } from './helpers/subject.mjs';
-import { assertNoTokenIn, captureLogger, randomToken, recordEmitted, tempDir, writeMap, writeMapAtomic, waitFor } from './helpers/support.mjs';
+import { assertNoTokenIn, captureLogger, randomToken, recordEmitted, tempDir, writeMap, waitFor } from './helpers/support.mjs';
 
 const FRANCIS = 'paco--francis';
 const MAIN = `agent:${FRANCIS}:main`;
@@ -374,25 +374,6 @@ test('a token cut at the edge of a result shows at most 16 of its digits, wherev
       assertNoTokenIn(out);
       assert.ok(out.includes(`sha256:${fingerprint(t)}`), out);
     }
-  }
-  s.layer.close();
-});
-
-test('every token in force in the last five minutes stays redacted, whatever the number of rotations', async () => {
-  const s = setup();
-  const layer = configure({ tokenMapPath: s.file, logger: captureLogger().logger });
-  const seen = [s.tokens[FRANCIS]];
-  for (let i = 0; i < 12; i++) {
-    const t = randomToken();
-    seen.push(t);
-    writeMapAtomic(s.file, { ...s.tokens, [FRANCIS]: t });
-    await waitFor(() => layer.beforeToolCall({ toolName: 'claw-os__x', params: {} }, { agentId: FRANCIS })?.params?.auth_token === t, {
-      what: `rotation ${i}`,
-    });
-  }
-  for (const t of seen) {
-    const r = redactToolResult({ toolName: 'exec', result: { content: [{ type: 'text', text: `old: ${t}` }] } });
-    assert.equal(r?.result?.content?.[0]?.text, `old: sha256:${fingerprint(t)}`);
   }
   s.layer.close();
 });

@@ -889,28 +889,13 @@ impl Shared {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
+    use crate::testing::{write, TempDir};
 
-    struct Dir(std::path::PathBuf);
-    impl Drop for Dir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-
-    /// A private directory with a map in it, written with `content`.
-    fn map_dir(tag: &str) -> (Dir, std::path::PathBuf) {
-        let d = std::env::temp_dir().join(format!("ci-layer-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+    /// A private directory, and the path of the map in it (not written yet).
+    fn map_dir(tag: &str) -> (TempDir, std::path::PathBuf) {
+        let d = TempDir::new(&format!("layer-{tag}"));
         let map = d.join("agent-tokens.json");
-        (Dir(d), map)
-    }
-
-    fn write(map: &std::path::Path, content: &str, mode: u32) {
-        std::fs::write(map, content).unwrap();
-        std::fs::set_permissions(map, std::fs::Permissions::from_mode(mode)).unwrap();
+        (d, map)
     }
 
     fn token(i: u32) -> String {
@@ -930,11 +915,11 @@ mod tests {
     #[test]
     fn every_token_in_force_in_the_grace_stays_redacted_whatever_the_rotations() {
         let (_d, map) = map_dir("rotations");
-        write(&map, &format!(r#"{{"a": "{}"}}"#, token(0)), 0o600);
+        write(&map, format!(r#"{{"a": "{}"}}"#, token(0)), 0o600);
         let l = layer(&map);
         // One agent rotated per write, many times over: every token stays.
         for i in 1..40 {
-            write(&map, &format!(r#"{{"a": "{}"}}"#, token(i)), 0o600);
+            write(&map, format!(r#"{{"a": "{}"}}"#, token(i)), 0o600);
             l.shared.reload();
         }
         for i in 0..40 {
@@ -971,7 +956,7 @@ mod tests {
     fn a_redaction_hit_is_counted_and_logged_with_agent_tool_and_fingerprint_at_a_bounded_rate() {
         let (_d, map) = map_dir("hits");
         let t = token(3);
-        write(&map, &format!(r#"{{"paco--francis": "{t}"}}"#), 0o600);
+        write(&map, format!(r#"{{"paco--francis": "{t}"}}"#), 0o600);
         let (l, lines) = logged_layer(&map);
         let r = l.redactor();
         let mut hits = Hits::default();
@@ -1044,7 +1029,7 @@ mod tests {
     fn the_tokens_of_a_map_the_layer_refuses_are_redacted_too() {
         let (_d, map) = map_dir("refused");
         let good = token(100);
-        write(&map, &format!(r#"{{"a": "{good}"}}"#), 0o600);
+        write(&map, format!(r#"{{"a": "{good}"}}"#), 0o600);
         let l = layer(&map);
         // A duplicate id, a token given to two agents, a bad agent id,
         // unsafe permissions: none is served, all are redacted.
@@ -1102,11 +1087,11 @@ mod tests {
                 .collect();
             format!("{{{}}}", entries.join(","))
         };
-        write(&map, &body(0), 0o600);
+        write(&map, body(0), 0o600);
         let l = layer(&map);
         assert_eq!(l.shared.snapshot.load().map.len(), n as usize);
         // Every token rotated: the old ones retire, up to the cap.
-        write(&map, &body(n), 0o600);
+        write(&map, body(n), 0o600);
         l.shared.reload();
         let snap = l.shared.snapshot.load();
         assert_eq!(
@@ -1116,7 +1101,7 @@ mod tests {
         assert_eq!(snap.remembered.retired.len(), MAX_RETIRED);
         // The same map made unsafe: refused, its tokens (here the ones in
         // force) stay redacted; a third set in a refused file is learned.
-        write(&map, &body(2 * n), 0o666);
+        write(&map, body(2 * n), 0o666);
         l.shared.reload();
         let snap = l.shared.snapshot.load();
         assert_eq!(
@@ -1134,7 +1119,7 @@ mod tests {
     fn a_layer_made_for_new_options_starts_from_the_map_the_old_one_had_in_force() {
         let (_d, map) = map_dir("succeed");
         let t = token(7);
-        write(&map, &format!(r#"{{"paco--francis": "{t}"}}"#), 0o600);
+        write(&map, format!(r#"{{"paco--francis": "{t}"}}"#), 0o600);
         let old = layer(&map);
         // The map breaks, then the options change (another onMissingToken).
         write(&map, "{ not json", 0o600);

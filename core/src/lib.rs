@@ -23,6 +23,8 @@ pub mod rules;
 pub mod sandbox;
 pub mod sessions;
 pub mod sys;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod token_map;
 pub mod watcher;
 

@@ -741,8 +741,7 @@ mod tests {
 
     #[test]
     fn load_errors_name_the_file_and_position_but_not_content() {
-        let d = std::env::temp_dir().join(format!("claw-identity-config-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
+        let d = crate::testing::TempDir::new("config");
         let p = d.join("openclaw.json");
         let secret = "ab".repeat(32);
         std::fs::write(

@@ -19,6 +19,7 @@ pub mod params;
 pub mod paths;
 pub mod plugins;
 pub mod roster;
+pub mod sandbox_contract;
 pub mod sandbox_tools;
 pub mod tool_names;
 pub mod tool_policy;

@@ -869,8 +869,8 @@ mod tests {
 
     #[test]
     fn the_node_binary_its_install_and_openclaws_package_and_module_folders_are_protected() {
-        let root = std::env::temp_dir().join(format!("ci-protected-pkg-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
+        let tmp = crate::testing::TempDir::new("protected-pkg");
+        let root = tmp.path().to_path_buf();
         let pkg = root.join("lib/node_modules/openclaw");
         std::fs::create_dir_all(pkg.join("dist")).unwrap();
         std::fs::write(pkg.join("package.json"), r#"{"name":"openclaw"}"#).unwrap();
@@ -910,7 +910,6 @@ mod tests {
             ..Default::default()
         };
         assert!(package_roots(&none).is_empty());
-        let _ = std::fs::remove_dir_all(root);
     }
 
     #[test]

@@ -6,8 +6,43 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use super::{Entry, HostView, Kind};
 use crate::sys;
+
+/// What the plan needs to know of the host; [`LiveHost`] asks the kernel.
+pub trait HostView {
+    /// The entries of `/`.
+    fn root_entries(&self) -> Vec<(OsString, Entry)>;
+    /// What `path` is, following symlinks.
+    fn kind(&self, path: &Path) -> Kind;
+    /// `path` with every symlink resolved, where it exists.
+    fn real(&self, path: &Path) -> Option<PathBuf>;
+    /// The names in a directory (empty where it can't be read).
+    fn list(&self, dir: &Path) -> Vec<OsString>;
+    /// The hard links of the file at `path` (1 where unknown).
+    fn links(&self, path: &Path) -> u64;
+    /// The other paths the same directory or file is mounted at (bind
+    /// mounts), from `/proc/self/mountinfo`.
+    fn aliases(&self, real: &Path) -> Vec<PathBuf>;
+    /// The first executable `name` in the `:`-separated `path`.
+    fn program(&self, name: &str, path: &str) -> Option<PathBuf>;
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Entry {
+    Dir,
+    Link(PathBuf),
+    /// A file, device or socket at the root (a swap file, `/.dockerenv`):
+    /// left out, since none is needed and a swap file holds memory.
+    Other,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Missing,
+    Dir,
+    File,
+    Other,
+}
 
 /// The live host, as one plan sees it: `/proc/self/mountinfo` is read
 /// once per `LiveHost`, and each path's real path, kind and aliases are

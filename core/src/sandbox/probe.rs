@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use parking_lot::Mutex;
 
-use super::{plan, refuse, HostView, Inputs, Kind, Refusal};
+use super::{gateway_path, plan, refuse, HostView, Inputs, Kind, LiveHost, Refusal};
 use crate::options::SandboxOptions;
 use crate::protected::Guard;
 
@@ -303,4 +303,9 @@ fn spawn(_: &[OsString]) -> std::io::Result<(Option<i32>, String)> {
         std::io::ErrorKind::Unsupported,
         "the WebAssembly build can't start processes; the sandbox needs the native build (linux-x64 or linux-arm64, glibc 2.34+)",
     ))
+}
+
+/// Whether bubblewrap is where the backend would look for it (no probe run).
+pub fn bwrap_here(opts: &SandboxOptions) -> bool {
+    find_bwrap(&LiveHost::new(), opts, &gateway_path()).is_ok()
 }

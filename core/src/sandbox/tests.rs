@@ -9,7 +9,11 @@ use std::path::{Path, PathBuf};
 use super::host::{aliases_in, parse_mountinfo};
 use super::probe::{classify, key};
 use super::*;
-use crate::protected::{self, map_locations, OpenClawFiles};
+use crate::openclaw::sandbox_contract::{
+    Mount, OpenClawSession, WorkspaceAccess, AGENT_WORKSPACE_MOUNT,
+};
+use crate::options::{Network, SandboxOptions};
+use crate::protected::{self, map_locations, Guard, Location, OpenClawFiles};
 
 #[derive(Clone)]
 enum Node {
@@ -990,8 +994,7 @@ fn a_probe_that_failed_is_not_kept() {
 
 #[test]
 fn the_probes_key_changes_with_the_options_the_config_the_maps_real_place_and_the_bwrap_file() {
-    let dir = std::env::temp_dir().join(format!("claw-probe-key-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::testing::TempDir::new("probe-key");
     let bwrap = dir.join("bwrap");
     std::fs::write(&bwrap, "#!/bin/sh\n").unwrap();
     let host = Fake::new();
@@ -1036,7 +1039,6 @@ fn the_probes_key_changes_with_the_options_the_config_the_maps_real_place_and_th
     // The same bwrap path, another file there (an upgrade).
     std::fs::write(&bwrap, "#!/bin/sh\n# 0.9\n").unwrap();
     assert_ne!(key(&host, &opts, &inputs, &bwrap), k, "the bwrap file");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

@@ -416,6 +416,7 @@ pub fn read_map(path: &Path, opts: &GateOptions) -> Result<MapFile, MapError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::{write, TempDir};
     use std::fs;
     use std::os::unix::fs::PermissionsExt;
 
@@ -426,33 +427,26 @@ mod tests {
         }
     }
 
-    fn tmpdir(name: &str) -> PathBuf {
-        let d =
-            std::env::temp_dir().join(format!("claw-identity-gate-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&d);
-        fs::create_dir_all(&d).unwrap();
-        fs::set_permissions(&d, fs::Permissions::from_mode(0o700)).unwrap();
-        d
-    }
-
-    fn write(path: &Path, mode: u32, body: &str) {
-        fs::write(path, body).unwrap();
-        fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
+    /// A private directory (removed when the first half drops) and its path.
+    fn tmpdir(name: &str) -> (TempDir, PathBuf) {
+        let t = TempDir::new(&format!("gate-{name}"));
+        let d = t.path().to_path_buf();
+        (t, d)
     }
 
     #[test]
     fn a_private_file_is_read() {
-        let d = tmpdir("ok");
+        let (_t, d) = tmpdir("ok");
         let p = d.join("m.json");
-        write(&p, 0o600, "{}");
+        write(&p, "{}", 0o600);
         assert_eq!(read_map(&p, &opts()).unwrap().bytes, b"{}");
     }
 
     #[test]
     fn group_writable_file_is_refused_with_the_fix() {
-        let d = tmpdir("gw");
+        let (_t, d) = tmpdir("gw");
         let p = d.join("m.json");
-        write(&p, 0o620, "{}");
+        write(&p, "{}", 0o620);
         let e = read_map(&p, &opts()).unwrap_err();
         assert_eq!(e.kind, MapErrorKind::Unsafe);
         assert!(
@@ -474,9 +468,9 @@ mod tests {
 
     #[test]
     fn readable_file_is_refused_unless_allowed() {
-        let d = tmpdir("gr");
+        let (_t, d) = tmpdir("gr");
         let p = d.join("m.json");
-        write(&p, 0o644, "{}");
+        write(&p, "{}", 0o644);
         assert_eq!(
             read_map(&p, &opts()).unwrap_err().kind,
             MapErrorKind::Unsafe
@@ -491,9 +485,9 @@ mod tests {
 
     #[test]
     fn writable_directory_is_refused() {
-        let d = tmpdir("dw");
+        let (_t, d) = tmpdir("dw");
         let p = d.join("m.json");
-        write(&p, 0o600, "{}");
+        write(&p, "{}", 0o600);
         fs::set_permissions(&d, fs::Permissions::from_mode(0o777)).unwrap();
         let e = read_map(&p, &opts()).unwrap_err();
         assert!(e.message.contains("chmod go-w"), "{e}");
@@ -501,7 +495,7 @@ mod tests {
 
     #[test]
     fn a_directory_at_the_path_is_refused() {
-        let d = tmpdir("dir");
+        let (_t, d) = tmpdir("dir");
         let p = d.join("m.json");
         fs::create_dir(&p).unwrap();
         assert!(read_map(&p, &opts())
@@ -512,7 +506,7 @@ mod tests {
 
     #[test]
     fn a_fifo_is_refused_without_blocking() {
-        let d = tmpdir("fifo");
+        let (_t, d) = tmpdir("fifo");
         let p = d.join("m.json");
         let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
@@ -524,9 +518,9 @@ mod tests {
 
     #[test]
     fn a_file_over_the_cap_is_refused() {
-        let d = tmpdir("big");
+        let (_t, d) = tmpdir("big");
         let p = d.join("m.json");
-        write(&p, 0o600, &" ".repeat(2000));
+        write(&p, " ".repeat(2000), 0o600);
         assert_eq!(
             read_map(&p, &opts()).unwrap_err().kind,
             MapErrorKind::TooLarge
@@ -535,7 +529,7 @@ mod tests {
 
     #[test]
     fn a_missing_file_says_how_to_create_it() {
-        let d = tmpdir("missing");
+        let (_t, d) = tmpdir("missing");
         let e = read_map(&d.join("m.json"), &opts()).unwrap_err();
         assert_eq!(e.kind, MapErrorKind::NotFound);
         assert!(e.message.contains("write-map"), "{e}");
@@ -543,11 +537,11 @@ mod tests {
 
     #[test]
     fn a_symlink_chain_is_followed_and_its_target_directory_checked() {
-        let d = tmpdir("k8s");
+        let (_t, d) = tmpdir("k8s");
         let data = d.join("..2026_11_30");
         fs::create_dir(&data).unwrap();
         fs::set_permissions(&data, fs::Permissions::from_mode(0o755)).unwrap();
-        write(&data.join("m.json"), 0o600, "{}");
+        write(&data.join("m.json"), "{}", 0o600);
         std::os::unix::fs::symlink("..2026_11_30", d.join("..data")).unwrap();
         std::os::unix::fs::symlink("..data/m.json", d.join("m.json")).unwrap();
         assert!(read_map(&d.join("m.json"), &opts()).is_ok());
@@ -574,9 +568,9 @@ mod tests {
 
     #[test]
     fn a_map_owned_by_another_uid_is_refused_naming_the_owner() {
-        let d = tmpdir("owner");
+        let (_t, d) = tmpdir("owner");
         let p = d.join("m.json");
-        write(&p, 0o600, "{}");
+        write(&p, "{}", 0o600);
         if euid() != 0 {
             // Only root can give a file away; the rule itself is covered above.
             assert!(!give_to_nobody(&p));
@@ -590,9 +584,9 @@ mod tests {
 
     #[test]
     fn a_directory_owned_by_another_uid_is_refused() {
-        let d = tmpdir("dirowner");
+        let (_t, d) = tmpdir("dirowner");
         let p = d.join("m.json");
-        write(&p, 0o600, "{}");
+        write(&p, "{}", 0o600);
         if euid() != 0 {
             assert!(!give_to_nobody(&d));
             return;
@@ -604,7 +598,7 @@ mod tests {
 
     #[test]
     fn a_missing_directory_says_how_to_create_it() {
-        let d = tmpdir("nodir");
+        let (_t, d) = tmpdir("nodir");
         let e = read_map(&d.join("sub").join("m.json"), &opts()).unwrap_err();
         assert_eq!(e.kind, MapErrorKind::NotFound);
         assert!(e.message.contains("mkdir -m 700"), "{e}");
@@ -612,12 +606,12 @@ mod tests {
 
     #[test]
     fn a_directory_replaced_by_a_symlink_is_checked_at_its_target() {
-        let d = tmpdir("dirlink");
+        let (_t, d) = tmpdir("dirlink");
         let good = d.join("good");
         let open_dir = d.join("open");
         for (dir, mode) in [(&good, 0o700), (&open_dir, 0o777)] {
             fs::create_dir(dir).unwrap();
-            write(&dir.join("m.json"), 0o600, "{}");
+            write(&dir.join("m.json"), "{}", 0o600);
             fs::set_permissions(dir, fs::Permissions::from_mode(mode)).unwrap();
         }
         let link = d.join("maps");
@@ -635,10 +629,10 @@ mod tests {
 
     #[test]
     fn a_symlink_into_an_open_directory_is_refused() {
-        let d = tmpdir("linkout");
+        let (_t, d) = tmpdir("linkout");
         let open_dir = d.join("open");
         fs::create_dir(&open_dir).unwrap();
-        write(&open_dir.join("real.json"), 0o600, "{}");
+        write(&open_dir.join("real.json"), "{}", 0o600);
         fs::set_permissions(&open_dir, fs::Permissions::from_mode(0o1777)).unwrap();
         std::os::unix::fs::symlink(open_dir.join("real.json"), d.join("m.json")).unwrap();
         let e = read_map(&d.join("m.json"), &opts()).unwrap_err();
@@ -775,10 +769,10 @@ mod tests {
 
     #[test]
     fn a_map_renamed_over_while_being_read_is_never_refused_nor_torn() {
-        let d = tmpdir("swap");
+        let (_t, d) = tmpdir("swap");
         let p = d.join("m.json");
         let versions = ["{\"v\": 1}", "{\"v\": 22}"];
-        write(&p, 0o600, versions[0]);
+        write(&p, versions[0], 0o600);
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let writer = {
             let (d, p, stop) = (d.clone(), p.clone(), stop.clone());
@@ -786,7 +780,7 @@ mod tests {
                 let mut i = 0usize;
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                     let tmp = d.join("m.json.tmp");
-                    write(&tmp, 0o600, versions[i % 2]);
+                    write(&tmp, versions[i % 2], 0o600);
                     fs::rename(&tmp, &p).unwrap();
                     i += 1;
                 }

@@ -407,8 +407,7 @@ pub fn read_unserved(path: &std::path::Path, max_bytes: u64) -> Option<Vec<u8>> 
 pub(crate) mod tests {
     use super::*;
 
-    pub const T1: &str = "1111111111111111111111111111111111111111111111111111111111111111";
-    pub const T2: &str = "2222222222222222222222222222222222222222222222222222222222222222";
+    pub use crate::testing::{T1, T2};
 
     fn ok(json: &str) -> Parsed {
         parse(json.as_bytes()).expect("map parses")

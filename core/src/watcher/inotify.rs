@@ -704,18 +704,17 @@ mod tests {
         }
     }
 
-    fn tmpdir(name: &str) -> PathBuf {
-        let d =
-            std::env::temp_dir().join(format!("claw-identity-watch-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        // Through real directories, as resolve_chain reports them.
-        std::fs::canonicalize(&d).unwrap()
+    /// A private directory (removed when the first half drops) and its
+    /// path through real directories, as resolve_chain reports them.
+    fn tmpdir(name: &str) -> (crate::testing::TempDir, PathBuf) {
+        let t = crate::testing::TempDir::new(&format!("watch-{name}"));
+        let d = std::fs::canonicalize(t.path()).unwrap();
+        (t, d)
     }
 
     #[test]
     fn a_plain_file_has_no_links() {
-        let d = tmpdir("plain");
+        let (_t, d) = tmpdir("plain");
         std::fs::write(d.join("m.json"), "{}").unwrap();
         let c = resolve_chain(&d.join("m.json"));
         assert_eq!(
@@ -729,7 +728,7 @@ mod tests {
 
     #[test]
     fn a_chain_lists_every_link_and_where_it_ends() {
-        let d = tmpdir("chain");
+        let (_t, d) = tmpdir("chain");
         for sub in ["a", "b", "c"] {
             std::fs::create_dir(d.join(sub)).unwrap();
         }
@@ -745,7 +744,7 @@ mod tests {
     #[test]
     fn a_link_in_a_directory_component_counts_too() {
         // Kubernetes: m.json -> ..data/m.json, ..data -> ..2026_1
-        let d = tmpdir("k8s");
+        let (_t, d) = tmpdir("k8s");
         std::fs::create_dir(d.join("..2026_1")).unwrap();
         std::fs::write(d.join("..2026_1/m.json"), "{}").unwrap();
         symlink("..2026_1", d.join("..data")).unwrap();
@@ -757,7 +756,7 @@ mod tests {
 
     #[test]
     fn a_dangling_link_ends_where_it_points() {
-        let d = tmpdir("dangling");
+        let (_t, d) = tmpdir("dangling");
         symlink("gone/real.json", d.join("m.json")).unwrap();
         let c = resolve_chain(&d.join("m.json"));
         assert_eq!(c.links, vec![d.join("m.json")]);
@@ -766,7 +765,7 @@ mod tests {
 
     #[test]
     fn a_link_loop_ends() {
-        let d = tmpdir("loop");
+        let (_t, d) = tmpdir("loop");
         symlink("b", d.join("a")).unwrap();
         symlink("a", d.join("b")).unwrap();
         let c = resolve_chain(&d.join("a"));
@@ -775,7 +774,7 @@ mod tests {
 
     #[test]
     fn targets_cover_each_directory_of_the_chain_once_and_the_file() {
-        let d = tmpdir("targets");
+        let (_t, d) = tmpdir("targets");
         std::fs::create_dir(d.join("links")).unwrap();
         std::fs::create_dir(d.join("real")).unwrap();
         std::fs::write(d.join("real/m.json"), "{}").unwrap();

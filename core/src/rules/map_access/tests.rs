@@ -13,19 +13,14 @@ use crate::protected::map_locations;
 use crate::protected::resolved::Facts;
 use crate::rules::{MapView, Verdict};
 use crate::sessions::{Host, Known, SessionEntry};
+use crate::testing::TempDir;
 use crate::token_map::TokenMap;
-
-struct TempDir(PathBuf);
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// A home with a workspace, a map in `~/.config/micelclaw`, an OpenClaw
 /// state dir with its config, and an installed plugin.
 struct Fixture {
-    _tmp: TempDir,
+    /// Removes the files when the test ends (none on the Windows fixture).
+    _tmp: Option<TempDir>,
     root: PathBuf,
     home: PathBuf,
     ws: PathBuf,
@@ -35,8 +30,8 @@ struct Fixture {
 }
 
 fn fixture(tag: &str) -> Fixture {
-    let root = std::env::temp_dir().join(format!("ci-map-access-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
+    let tmp = TempDir::new(&format!("map-access-{tag}"));
+    let root = tmp.path().to_path_buf();
     let home = root.join("home");
     let ws = home.join("ws");
     let dir = home.join(".config/micelclaw");
@@ -50,7 +45,7 @@ fn fixture(tag: &str) -> Fixture {
     let config = state.join("openclaw.json");
     std::fs::write(&config, "{}").unwrap();
     Fixture {
-        _tmp: TempDir(root.clone()),
+        _tmp: Some(tmp),
         root,
         home,
         ws,
@@ -731,7 +726,7 @@ fn windows_fixture() -> Fixture {
     let home = root.join("Users/me");
     let state = home.join(".openclaw");
     Fixture {
-        _tmp: TempDir(PathBuf::from("/C:/nothing-to-remove")),
+        _tmp: None,
         ws: home.join("ws"),
         map: home.join(".config/micelclaw/agent-tokens.json"),
         config: state.join("openclaw.json"),
