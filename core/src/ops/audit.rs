@@ -50,7 +50,12 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
     use std::path::PathBuf;
 
-    fn setup(name: &str, map_mode: u32, plugin: &str, extra: &str) -> (PathBuf, PathBuf) {
+    fn setup(
+        name: &str,
+        map_mode: u32,
+        plugin: &str,
+        extra: &str,
+    ) -> (crate::testing::TempDir, PathBuf, PathBuf) {
         // Code Mode off: with it (OpenClaw's default) no agent is contained.
         let extra = if extra.contains("tools: {") {
             extra.replace("tools: {", "tools: { codeMode: false,")
@@ -58,10 +63,7 @@ mod tests {
             format!("{extra}, tools: {{ codeMode: false }}")
         };
         let extra = extra.as_str();
-        let dir = std::env::temp_dir().join(format!("claw-audit-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
+        let dir = crate::testing::TempDir::new(&format!("audit-{name}"));
         let map = dir.join("map.json");
         fs::write(
             &map,
@@ -79,7 +81,7 @@ mod tests {
             ),
         )
         .unwrap();
-        (cfg, map)
+        (dir, cfg, map)
     }
 
     /// The findings but the listing of what is guarded, which every audit has.
@@ -92,7 +94,7 @@ mod tests {
 
     #[test]
     fn defaults_with_two_users_report_session_reach_and_a_map_out_of_step() {
-        let (cfg, _) = setup("defaults", 0o600, "", "");
+        let (_dir, cfg, _) = setup("defaults", 0o600, "", "");
         let all = run(&cfg, None);
         let f = audit_findings(&all);
         assert_eq!(
@@ -110,7 +112,7 @@ mod tests {
 
     #[test]
     fn every_audit_says_what_the_agents_tools_cant_reach() {
-        let (cfg, map) = setup("guarded", 0o600, "", "");
+        let (_dir, cfg, map) = setup("guarded", 0o600, "", "");
         let all = run(&cfg, None);
         let f = audit_findings(&all);
         let g = f
@@ -131,7 +133,7 @@ mod tests {
             "{}",
             g.detail
         );
-        let (off, _) = setup(
+        let (_dir, off, _) = setup(
             "guarded-off",
             0o600,
             r#", rules: { layerControls: { enabled: false } }"#,
@@ -143,7 +145,7 @@ mod tests {
 
     #[test]
     fn a_hardened_config_has_no_finding() {
-        let (cfg, _) = setup(
+        let (_dir, cfg, _) = setup(
             "hardened",
             0o600,
             r#", onMissingToken: "block""#,
@@ -154,7 +156,7 @@ mod tests {
 
     #[test]
     fn group_readable_map_allowed_and_rule_off_are_findings() {
-        let (cfg, _) = setup(
+        let (_dir, cfg, _) = setup(
             "loose",
             0o640,
             r#", onMissingToken: "block", allowGroupReadable: true, rules: { crossUserSend: { enabled: false } }"#,
@@ -172,7 +174,7 @@ mod tests {
 
     #[test]
     fn an_unsafe_map_and_a_plugin_not_enabled_are_critical() {
-        let (cfg, _) = setup(
+        let (_dir, cfg, _) = setup(
             "unsafe",
             0o640,
             r#", onMissingToken: "block""#,
@@ -197,7 +199,7 @@ mod tests {
     #[test]
     fn an_agent_whose_own_tools_reach_the_map_is_critical_under_enforce_and_a_warning_under_warn() {
         for (mode, severity) in [("", "critical"), (r#", posture: "warn""#, "warn")] {
-            let (cfg, _) = setup(
+            let (_dir, cfg, _) = setup(
                 &format!("exposure-{severity}"),
                 0o600,
                 &format!(r#", onMissingToken: "block"{mode}"#),
@@ -235,7 +237,7 @@ mod tests {
 
     #[test]
     fn with_what_mcp_gathered_the_schema_and_plugin_findings_are_reported() {
-        let (cfg, _) = setup(
+        let (_dir, cfg, _) = setup(
             "live",
             0o600,
             r#", onMissingToken: "block""#,
@@ -261,7 +263,7 @@ mod tests {
 
     #[test]
     fn a_selected_sandbox_that_cant_run_is_a_finding() {
-        let (cfg, _) = setup(
+        let (_dir, cfg, _) = setup(
             "sandbox",
             0o600,
             r#", onMissingToken: "block", sandbox: { bwrap: "/nonexistent/bwrap", network: "host" }"#,

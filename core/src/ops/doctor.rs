@@ -92,17 +92,9 @@ mod tests {
     use crate::token_map::tests::{T1, T2};
     use std::fs;
     use std::os::unix::fs::PermissionsExt;
-    use std::path::PathBuf;
 
-    fn tmpdir(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!(
-            "claw-identity-doctor-{name}-{}",
-            std::process::id()
-        ));
-        let _ = fs::remove_dir_all(&d);
-        fs::create_dir_all(&d).unwrap();
-        fs::set_permissions(&d, fs::Permissions::from_mode(0o700)).unwrap();
-        d
+    fn tmpdir(name: &str) -> crate::testing::TempDir {
+        crate::testing::TempDir::new(&format!("doctor-{name}"))
     }
 
     fn write(path: &Path, mode: u32, body: &str) {

@@ -373,24 +373,15 @@ impl Explanation {
 mod tests {
     use super::*;
     use crate::token_map::tests::T1;
-    use std::fs;
-    use std::os::unix::fs::PermissionsExt;
     use std::path::PathBuf;
 
-    fn setup(name: &str, config: &str) -> (PathBuf, PathBuf) {
-        let d = std::env::temp_dir().join(format!(
-            "claw-identity-explain-{name}-{}",
-            std::process::id()
-        ));
-        let _ = fs::remove_dir_all(&d);
-        fs::create_dir_all(&d).unwrap();
-        fs::set_permissions(&d, fs::Permissions::from_mode(0o700)).unwrap();
-        let m = d.join("m.json");
-        fs::write(&m, format!(r#"{{"paco--francis": "{T1}"}}"#)).unwrap();
-        fs::set_permissions(&m, fs::Permissions::from_mode(0o600)).unwrap();
-        let c = d.join("openclaw.json");
-        fs::write(&c, config).unwrap();
-        (m, c)
+    /// A map and `config` in a directory of their own, removed with the
+    /// first value.
+    fn setup(name: &str, config: &str) -> (crate::testing::TempDir, PathBuf, PathBuf) {
+        let d = crate::testing::TempDir::new(&format!("explain-{name}"));
+        let m = d.write("m.json", format!(r#"{{"paco--francis": "{T1}"}}"#), 0o600);
+        let c = d.write("openclaw.json", config, 0o600);
+        (d, m, c)
     }
 
     fn explain(map: &Path, config: Option<&Path>, agent: &str, tool: &str) -> Explanation {
@@ -407,7 +398,7 @@ mod tests {
 
     #[test]
     fn a_known_agent_gets_its_token_shown_as_a_fingerprint() {
-        let (m, _) = setup("known", "{}");
+        let (_dir, m, _) = setup("known", "{}");
         let e = explain(&m, None, "paco--francis", "claw-os__claw_notes");
         assert_eq!(
             (e.decision, e.rule, e.ok),
@@ -425,7 +416,7 @@ mod tests {
 
     #[test]
     fn an_unknown_agent_passes_or_blocks_as_configured() {
-        let (m, c) = setup(
+        let (_dir, m, c) = setup(
             "unknown",
             "{ plugins: { entries: { 'claw-identity': { config: { onMissingToken: 'block', posture: 'warn' } } } } }",
         );
@@ -444,7 +435,7 @@ mod tests {
 
     #[test]
     fn with_a_config_whose_agents_are_not_contained_explain_shows_the_refusal_the_model_gets() {
-        let (m, c) = setup(
+        let (_dir, m, c) = setup(
             "posture",
             "{ agents: { entries: { 'paco--francis': {} } } }",
         );
@@ -461,7 +452,7 @@ mod tests {
 
     #[test]
     fn an_unowned_tool_needs_no_token() {
-        let (m, _) = setup("unowned", "{}");
+        let (_dir, m, _) = setup("unowned", "{}");
         let e = explain(&m, None, "paco--francis", "exec");
         assert_eq!(
             (e.decision, e.rule, e.token.status, e.ok),
@@ -472,7 +463,7 @@ mod tests {
 
     #[test]
     fn an_unloadable_map_is_shown_with_its_error() {
-        let (m, _) = setup("nomap", "{}");
+        let (_dir, m, _) = setup("nomap", "{}");
         let e = explain(
             &m.with_file_name("nope.json"),
             None,
@@ -515,7 +506,7 @@ mod tests {
 
     #[test]
     fn rules_that_read_params_get_them_as_from_the_hook() {
-        let (m, _) = setup("params", "{}");
+        let (_dir, m, _) = setup("params", "{}");
         let main = "agent:paco--francis:main";
         let e = explain_call(
             &m,
@@ -548,7 +539,7 @@ mod tests {
 
     #[test]
     fn a_sub_agent_call_is_decided_as_with_no_recorded_spawner_and_says_so() {
-        let (m, _) = setup("lineage", "{}");
+        let (_dir, m, _) = setup("lineage", "{}");
         let e = explain_call(
             &m,
             "paco--francis",
@@ -563,7 +554,7 @@ mod tests {
 
     #[test]
     fn invalid_plugin_options_are_an_error() {
-        let (m, c) = setup(
+        let (_dir, m, c) = setup(
             "badopts",
             "{ plugins: { entries: { 'claw-identity': { config: { nope: 1 } } } } }",
         );

@@ -102,11 +102,7 @@ mod tests {
 
     #[test]
     fn doctor_audit_and_explain_print_no_token_pasted_into_an_id_a_bind_an_option_or_a_param() {
-        let d =
-            std::env::temp_dir().join(format!("claw-identity-ops-shown-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let d = crate::testing::TempDir::new("ops-shown");
         let map = d.join("agent-tokens.json");
         let t1 = crate::token_map::tests::T1;
         std::fs::write(&map, format!(r#"{{"{P}": "{t1}"}}"#)).unwrap();

@@ -346,15 +346,8 @@ mod tests {
     use std::collections::BTreeMap;
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
-    fn tmpdir(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!(
-            "claw-identity-writer-{name}-{}",
-            std::process::id()
-        ));
-        let _ = fs::remove_dir_all(&d);
-        fs::create_dir_all(&d).unwrap();
-        fs::set_permissions(&d, fs::Permissions::from_mode(0o700)).unwrap();
-        d
+    fn tmpdir(name: &str) -> crate::testing::TempDir {
+        crate::testing::TempDir::new(&format!("writer-{name}"))
     }
 
     fn mode(p: &Path) -> u32 {
