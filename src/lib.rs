@@ -269,9 +269,10 @@ pub fn redact_persisted<'e>(env: &'e Env, event: Js<'e>, ctx: Option<Js<'e>>) ->
     let clean = match checked {
         Ok(Ok(clean)) => clean,
         _ => {
-            layer.layer.log().error(format_args!(
+            claw_identity_core::log_error!(
+                layer.layer.log(),
                 "could not check a message for tokens before OpenClaw stored it (internal error); it was stored as it is"
-            ));
+            );
             None
         }
     };
