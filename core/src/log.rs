@@ -206,17 +206,17 @@ macro_rules! __log_event {
 pub use tracing;
 
 /// The one subscriber layer of a layer's dispatcher: every event becomes
-/// one line of its sink, rendered by [`Event::line`].
+/// one line of its sink, rendered by [`Fields::line`].
 struct ToSink(Arc<Sink>);
 
 /// An event's message (its template) and its other fields, as recorded.
 #[derive(Default)]
-struct Event {
+struct Fields {
     message: String,
     fields: Vec<(&'static str, String)>,
 }
 
-impl Event {
+impl Fields {
     fn put(&mut self, field: &Field, value: String) {
         match field.name() {
             "message" => self.message = value,
@@ -263,7 +263,7 @@ impl Event {
     }
 }
 
-impl Visit for Event {
+impl Visit for Fields {
     fn record_str(&mut self, field: &Field, value: &str) {
         self.put(field, value.to_owned());
     }
@@ -285,7 +285,7 @@ impl Visit for Event {
 
 impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for ToSink {
     fn on_event(&self, event: &tracing::Event<'_>, _ctx: Context<'_, S>) {
-        let mut fields = Event::default();
+        let mut fields = Fields::default();
         event.record(&mut fields);
         let level = match *event.metadata().level() {
             tracing::Level::ERROR => Level::Error,
