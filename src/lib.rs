@@ -269,9 +269,10 @@ pub fn redact_persisted<'e>(env: &'e Env, event: Js<'e>, ctx: Option<Js<'e>>) ->
     let clean = match checked {
         Ok(Ok(clean)) => clean,
         _ => {
-            layer.layer.log().error(format_args!(
+            claw_identity_core::log_error!(
+                layer.layer.log(),
                 "could not check a message for tokens before OpenClaw stored it (internal error); it was stored as it is"
-            ));
+            );
             None
         }
     };
@@ -363,13 +364,19 @@ pub struct OpsReport {
 /// `ops::shown_report` (no token pasted into what they echo is printed).
 fn ops_report<T: serde::Serialize>(ok: bool, text: String, report: &T) -> Result<OpsReport> {
     let (text, report) = ops::shown_report(&text, report)
-        .map_err(|e| Error::from_reason(format!("claw-identity: {e}")))?;
+        .map_err(|e| Error::from_reason(format!("claw-identity: {e:#}")))?;
     Ok(OpsReport { ok, text, report })
 }
 
 /// An operator tool's error: it may quote a config value.
 fn invalid(msg: String) -> Error {
     bridge::layer::invalid(redact::scrub(&msg))
+}
+
+/// An operator tool's error (the core's `anyhow::Error`) as [`invalid`],
+/// with its whole chain: "<what it was doing>: <cause>".
+fn operator(e: impl std::fmt::Display) -> Error {
+    invalid(format!("{e:#}"))
 }
 
 /// What `--mcp` gathered (lib/probe.js), as the core reads it.
@@ -394,7 +401,7 @@ pub fn ops_doctor(
         config: config.as_deref(),
         live: live.as_ref(),
     })
-    .map_err(invalid)?;
+    .map_err(operator)?;
     ops_report(r.ok, r.render(), &r)
 }
 
@@ -427,7 +434,7 @@ pub fn ops_mcp_plan(config: String) -> Result<serde_json::Value> {
     };
     let opts = claw_identity_core::openclaw::config::plugin_options(Some(&c), None)
         .or_else(|_| claw_identity_core::openclaw::config::plugin_options(None, None))
-        .map_err(invalid)?;
+        .map_err(operator)?;
     serde_json::to_value(ops::mcp::plan(&c, &opts).launches)
         .map_err(|e| Error::from_reason(format!("claw-identity: cannot encode the plan: {e}")))
 }
@@ -464,7 +471,7 @@ pub fn ops_explain(args: OpsExplainArgs) -> Result<OpsReport> {
     })
     .map_err(|e| {
         Error::from_reason(redact::scrub(&format!(
-            "claw-identity: cannot explain: {e}"
+            "claw-identity: cannot explain: {e:#}"
         )))
     })?;
     ops_report(e.ok, e.render(), &e)
@@ -481,10 +488,10 @@ pub fn ops_map_path(map: Option<String>, config: Option<String>) -> Result<Strin
             )
         })
         .transpose()
-        .map_err(invalid)?;
+        .map_err(operator)?;
     let opts =
         claw_identity_core::openclaw::config::plugin_options(config.as_ref(), map.as_deref())
-            .map_err(invalid)?;
+            .map_err(operator)?;
     Ok(opts.token_map_path.display().to_string())
 }
 

@@ -18,6 +18,7 @@ use crate::redact::{as_is, Shown};
 use crate::rules::{Decision, MapView, TokenStatus, ToolCall, Verdict};
 use crate::token_map::{self, GateOptions, MapError, MapErrorKind, TokenMap};
 use crate::watcher::{Trigger, WatchConfig, Watcher};
+use crate::{log_error, log_info, log_warn};
 
 /// How often the watcher thread re-checks its target directory and staleness.
 const HEARTBEAT: Duration = Duration::from_millis(500);
@@ -223,11 +224,12 @@ impl Layer {
             hit_log: Mutex::new(HitLog::default()),
         });
         shared.reload();
-        shared.log.info(format_args!(
-            "plugin loaded; token map = {} ({} agents)",
-            shared.engine.options().token_map_path.display(),
-            shared.snapshot.load().map.len()
-        ));
+        log_info!(
+            shared.log,
+            "plugin loaded; token map = {path} ({agents} agents)",
+            path = %shared.engine.options().token_map_path.display(),
+            agents = shared.snapshot.load().map.len(),
+        );
         Layer {
             shared,
             watcher: Mutex::new(None),
@@ -258,7 +260,7 @@ impl Layer {
         };
         let on_fallback = {
             let shared = self.shared.clone();
-            Box::new(move |why: &str| shared.log.warn(format_args!("{why}")))
+            Box::new(move |why: &str| log_warn!(shared.log, "{why}", why))
         };
         *slot = Some(Watcher::spawn(config, on_trigger, on_fallback)?);
         self.generation.fetch_add(1, Ordering::Relaxed);
@@ -365,9 +367,10 @@ impl Layer {
     /// layer starts unjudged, so [`Layer::set_posture`] never sees that as a
     /// change: whoever makes a layer without a config says it, once.
     pub fn say_unjudged(&self) {
-        self.shared.log.warn(format_args!(
+        log_warn!(
+            self.shared.log,
             "posture: no OpenClaw config was given, so nobody judged whether the agents' own tools can reach the token map; tokens are served as configured"
-        ));
+        );
     }
 
     /// Puts `posture` in force, and says so in the log when it changed: at
@@ -389,9 +392,11 @@ impl Layer {
         let log = &self.shared.log;
         match (p.judged(), exposed.is_empty(), p.mode) {
             (false, _, _) => self.say_unjudged(),
-            (true, true, _) => log.info(format_args!(
-                "posture: every agent is contained ({}); tokens are served",
-                p.agents
+            (true, true, _) => log_info!(
+                log,
+                "posture: every agent is contained ({agents}); tokens are served",
+                agents = %p
+                    .agents
                     .iter()
                     .flatten()
                     .map(|a| format!(
@@ -403,24 +408,26 @@ impl Layer {
                         }
                     ))
                     .collect::<Vec<_>>()
-                    .join(", ")
-            )),
+                    .join(", "),
+            ),
             // Not "NO token: 4 agents": OpenClaw's log redaction takes a
             // value after "token:" for a secret, and the count is lost.
-            (true, false, Mode::Enforce) => log.error(format_args!(
-                "posture: serving NO token, since {} agent{} can reach the token map or OpenClaw's config with {} own tools, and posture is \"enforce\". {}",
-                exposed.len(),
-                if exposed.len() == 1 { "" } else { "s" },
-                if exposed.len() == 1 { "its" } else { "their" },
-                exposed.join(" | ")
-            )),
-            (true, false, Mode::Warn) => log.warn(format_args!(
-                "posture \"warn\": serving tokens although {} agent{} can reach the token map or OpenClaw's config with {} own tools: {}",
-                exposed.len(),
-                if exposed.len() == 1 { "" } else { "s" },
-                if exposed.len() == 1 { "its" } else { "their" },
-                exposed.join(" | ")
-            )),
+            (true, false, Mode::Enforce) => log_error!(
+                log,
+                "posture: serving NO token, since {exposed} agent{s} can reach the token map or OpenClaw's config with {their} own tools, and posture is \"enforce\". {agents}",
+                exposed = exposed.len(),
+                s = if exposed.len() == 1 { "" } else { "s" },
+                their = if exposed.len() == 1 { "its" } else { "their" },
+                agents = %exposed.join(" | "),
+            ),
+            (true, false, Mode::Warn) => log_warn!(
+                log,
+                "posture \"warn\": serving tokens although {exposed} agent{s} can reach the token map or OpenClaw's config with {their} own tools: {agents}",
+                exposed = exposed.len(),
+                s = if exposed.len() == 1 { "" } else { "s" },
+                their = if exposed.len() == 1 { "its" } else { "their" },
+                agents = %exposed.join(" | "),
+            ),
         }
     }
 
@@ -597,15 +604,18 @@ impl Shared {
             String::new()
         };
         let fps = hits.fingerprints();
-        self.log.warn(format_args!(
-            "token redacted from a {surface}: tool={} agent={} token{} {} ({} run{} replaced by a fingerprint); a token that reaches a model is a compromise signal: find how it got there, and rotate it{also}",
-            Shown(tool.unwrap_or("<none>")),
-            Shown(agent.unwrap_or("<none>")),
-            if fps.len() == 1 { "" } else { "s" },
-            fps.join(", "),
-            hits.runs,
-            if hits.runs == 1 { "" } else { "s" },
-        ));
+        log_warn!(
+            self.log,
+            "token redacted from a {surface}: tool={tool} agent={agent} token{s} {fingerprints} ({runs} run{runs_s} replaced by a fingerprint); a token that reaches a model is a compromise signal: find how it got there, and rotate it{also}",
+            surface,
+            tool = %Shown(tool.unwrap_or("<none>")),
+            agent = %Shown(agent.unwrap_or("<none>")),
+            s = if fps.len() == 1 { "" } else { "s" },
+            fingerprints = %fps.join(", "),
+            runs = hits.runs,
+            runs_s = if hits.runs == 1 { "" } else { "s" },
+            also = %also,
+        );
     }
 
     fn account(&self, call: &ToolCall<'_>, d: &Decision<'_>) -> Option<LineBuf> {
@@ -703,10 +713,12 @@ impl Shared {
             }
         };
         for w in file.warnings.iter().chain(parsed.skipped.iter()) {
-            self.log.warn(format_args!(
-                "token map {}: {w}",
-                self.engine.options().token_map_path.display()
-            ));
+            log_warn!(
+                self.log,
+                "token map {path}: {warning}",
+                path = %self.engine.options().token_map_path.display(),
+                warning = %w,
+            );
         }
         let agents = parsed.map.len();
         let first = st.content.is_none();
@@ -747,18 +759,19 @@ impl Shared {
         self.counters.reloads.fetch_add(1, Ordering::Relaxed);
         self.recovered(&mut st);
         if !first {
-            self.log
-                .info(format_args!("token map reloaded; {agents} agents"));
+            log_info!(self.log, "token map reloaded; {agents} agents", agents);
         }
     }
 
     /// A warning, once, that the grace lost tokens to the cap.
     fn retired_early(&self, early: bool) {
         if early && !self.warned_retired.swap(true, Ordering::Relaxed) {
-            self.log.warn(format_args!(
-                "the token map rotated more than {MAX_RETIRED} tokens out of force within {} s: the oldest are no longer redacted from tool results",
-                DEFAULT_GRACE.as_secs()
-            ));
+            log_warn!(
+                self.log,
+                "the token map rotated more than {max} tokens out of force within {grace} s: the oldest are no longer redacted from tool results",
+                max = MAX_RETIRED,
+                grace = DEFAULT_GRACE.as_secs(),
+            );
         }
     }
 
@@ -822,8 +835,12 @@ impl Shared {
             } else {
                 "no map is loaded yet, so no tokens are injected".to_owned()
             };
-            self.log
-                .warn(format_args!("token map not loaded: {}; {kept}", e.message));
+            log_warn!(
+                self.log,
+                "token map not loaded: {error}; {kept}",
+                error = %e.message,
+                kept = %kept,
+            );
             st.last_logged_error = Some(key);
         }
         st.last_error = Some(e.message);
@@ -831,13 +848,12 @@ impl Shared {
 
     fn recovered(&self, st: &mut ReloadState) {
         if st.failing_since.take().is_some() && st.last_logged_error.is_some() {
-            self.log.info(format_args!("token map is loadable again"));
+            log_info!(self.log, "token map is loadable again");
         }
         st.last_logged_error = None;
         st.last_error = None;
         if self.stale.swap(false, Ordering::Relaxed) {
-            self.log
-                .info(format_args!("token map is fresh again; injecting tokens"));
+            log_info!(self.log, "token map is fresh again; injecting tokens");
         }
     }
 
@@ -879,9 +895,11 @@ impl Shared {
             return;
         };
         if since.elapsed().as_secs_f64() > max && !self.stale.swap(true, Ordering::Relaxed) {
-            self.log.warn(format_args!(
-                "token map unreadable for more than {max}s (maxStaleSeconds); treating every agent as missing until it loads"
-            ));
+            log_warn!(
+                self.log,
+                "token map unreadable for more than {max}s (maxStaleSeconds); treating every agent as missing until it loads",
+                max,
+            );
         }
     }
 }

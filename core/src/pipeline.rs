@@ -47,10 +47,11 @@ pub fn decide<R>(
             let entry = host
                 .session(&need.agent_id, &need.session_key)
                 .unwrap_or_else(|e| {
-                    layer.log().warn(format_args!(
-                        "cannot read a session's entry in OpenClaw's session store: {}",
-                        scrub(&e)
-                    ));
+                    crate::log_warn!(
+                        layer.log(),
+                        "cannot read a session's entry in OpenClaw's session store: {error}",
+                        error = %scrub(&e),
+                    );
                     None
                 });
             engine.note_session(&need.session_key, entry);
@@ -66,11 +67,12 @@ pub fn decide<R>(
 /// other call passes. Counted and logged as an internal error.
 pub fn undecided(layer: &Layer, tool: &str, why: &str) -> Decision<'static> {
     layer.note_internal_error();
-    layer.log().error(format_args!(
-        "internal error deciding tool={}: {}",
-        shown(tool),
-        scrub(why)
-    ));
+    crate::log_error!(
+        layer.log(),
+        "internal error deciding tool={tool}: {why}",
+        tool = %shown(tool),
+        why = %scrub(why),
+    );
     fail_closed(layer.engine(), tool)
 }
 

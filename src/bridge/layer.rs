@@ -273,9 +273,10 @@ impl JsLayer {
                     .flatten()
                     .and_then(OpenClawConfig::from_value);
                 if cfg.is_none() {
-                    self.layer.log().warn(format_args!(
+                    claw_identity_core::log_warn!(
+                        self.layer.log(),
                         "cannot read OpenClaw's config, so relative paths are checked without the agents' workspaces (map-access refuses those that name the map)"
-                    ));
+                    );
                     // Given, but unreadable: nobody can tell the agents are
                     // contained, so under "enforce" no token is served.
                     self.layer

@@ -168,9 +168,10 @@ unsafe extern "C" fn tier_callback(
             }
         };
         if data.tier == Tier::Net && !data.warned.replace(true) {
-            layer.layer.log().error(format_args!(
+            claw_identity_core::log_error!(
+                layer.layer.log(),
                 "the trusted tool-policy tier did not run for this call, so identity is enforced only by the ordinary before_tool_call hook: another plugin's hook at a lower priority can undo the rewrite and approvals may freeze the model's params. Declare contracts.trustedToolPolicies and enable the plugin explicitly (openclaw plugins install <tgz> --force --accept-capabilities)."
-            ));
+            );
         }
         // SAFETY: the arguments are live for this callback.
         let (event, ctx) = unsafe {

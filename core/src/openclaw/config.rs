@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use crate::agent_fs::{AgentFs, AgentFsTable, DefaultFs};
 use crate::protected::OpenClawFiles;
 
+use anyhow::{anyhow, bail, Context as _};
 use serde_json::{Map, Value};
 
 use crate::options::Options;
@@ -47,24 +48,25 @@ fn describe(v: Option<&Value>) -> String {
 }
 
 impl OpenClawConfig {
-    /// Reads and parses the config. The error names the file and the problem
-    /// (with a position for syntax errors), never content.
-    pub fn load(path: &Path) -> Result<OpenClawConfig, String> {
+    /// Reads and parses the config. The error names the file and what went
+    /// wrong, then the cause (`{:#}` shows both: "<file>: not valid JSON5:
+    /// <line, column>"), never content.
+    pub fn load(path: &Path) -> anyhow::Result<OpenClawConfig> {
         let shown = path.display();
-        let file =
-            std::fs::File::open(path).map_err(|e| format!("{shown}: cannot read it: {e}"))?;
         let mut text = String::new();
-        file.take(MAX_CONFIG_BYTES)
-            .read_to_string(&mut text)
-            .map_err(|e| format!("{shown}: cannot read it: {e}"))?;
+        std::fs::File::open(path)
+            .and_then(|file| file.take(MAX_CONFIG_BYTES).read_to_string(&mut text))
+            .with_context(|| format!("{shown}: cannot read it"))?;
+        // The parser's message may quote what it stopped at.
         let value: Value = json5::from_str(&text)
-            .map_err(|e| redact::scrub(&format!("{shown}: not valid JSON5: {e}")))?;
+            .map_err(|e| anyhow!(redact::scrub(&e.to_string())))
+            .with_context(|| format!("{shown}: not valid JSON5"))?;
         match value {
             Value::Object(root) => Ok(OpenClawConfig {
                 path: path.to_path_buf(),
                 root,
             }),
-            _ => Err(format!("{shown}: the top level is not an object")),
+            _ => bail!("{shown}: the top level is not an object"),
         }
     }
 
@@ -401,11 +403,11 @@ impl OpenClawConfig {
 
 /// The options JSON the plugin runs with: the config's plugin options (or
 /// none), with `tokenMapPath` replaced by `map` when one is given.
-pub fn options_json(config: Option<&OpenClawConfig>, map: Option<&str>) -> Result<String, String> {
+pub fn options_json(config: Option<&OpenClawConfig>, map: Option<&str>) -> anyhow::Result<String> {
     let mut opts = match config.and_then(OpenClawConfig::plugin_options) {
         None => Map::new(),
         Some(Value::Object(o)) => o.clone(),
-        Some(_) => return Err("options must be an object".into()),
+        Some(_) => bail!("options must be an object"),
     };
     if let Some(map) = map {
         opts.insert("tokenMapPath".into(), Value::String(map.into()));
@@ -413,12 +415,14 @@ pub fn options_json(config: Option<&OpenClawConfig>, map: Option<&str>) -> Resul
     Ok(Value::Object(opts).to_string())
 }
 
-/// The plugin's options (see [`options_json`]), parsed by the plugin's parser.
+/// The plugin's options (see [`options_json`]), parsed by the plugin's
+/// parser, whose message (naming the option) is the error as it is: the
+/// caller says what it was doing.
 pub fn plugin_options(
     config: Option<&OpenClawConfig>,
     map: Option<&str>,
-) -> Result<Options, String> {
-    Options::from_json(&options_json(config, map)?)
+) -> anyhow::Result<Options> {
+    Options::from_json(&options_json(config, map)?).map_err(anyhow::Error::msg)
 }
 
 impl OpenClawConfig {
@@ -689,6 +693,7 @@ mod tests {
         );
         assert!(plugin_options(Some(&bad), None)
             .unwrap_err()
+            .to_string()
             .contains("\"tokenMap\""));
     }
 
@@ -750,12 +755,28 @@ mod tests {
         )
         .unwrap();
         let e = OpenClawConfig::load(&p).err().unwrap();
+        assert_eq!(e.to_string(), format!("{}: not valid JSON5", p.display()));
+        let e = format!("{e:#}");
         assert!(
-            e.starts_with(&format!("{}: not valid JSON5", p.display())),
+            e.starts_with(&format!("{}: not valid JSON5: ", p.display())) && e.contains("line 1"),
             "{e}"
         );
         assert!(!e.contains(&secret[..16]), "{e}");
-        assert!(OpenClawConfig::load(&d.join("missing.json")).is_err());
+        let missing = d.join("missing.json");
+        let e = format!("{:#}", OpenClawConfig::load(&missing).err().unwrap());
+        assert_eq!(
+            e,
+            format!(
+                "{}: cannot read it: No such file or directory (os error 2)",
+                missing.display()
+            )
+        );
+        std::fs::write(&p, "[1]").unwrap();
+        let e = format!("{:#}", OpenClawConfig::load(&p).err().unwrap());
+        assert_eq!(
+            e,
+            format!("{}: the top level is not an object", p.display())
+        );
         std::fs::write(&p, "{ $include: './agents.json5' }").unwrap();
         assert!(OpenClawConfig::load(&p).unwrap().uses_include());
     }

@@ -27,7 +27,7 @@ pub fn run(config_path: &Path, live: Option<&Live>) -> Vec<Finding> {
                 super::finding::Severity::Critical,
                 "plugin config",
                 "claw-identity's config is invalid, so the plugin does not start",
-                e,
+                format!("{e:#}"),
                 Some("correct it against the configSchema in the plugin's openclaw.plugin.json (OpenClaw validates it there)".into()),
             )]
         }

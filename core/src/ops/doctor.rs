@@ -27,7 +27,7 @@ pub struct DoctorArgs<'a> {
 
 /// Runs every check once. Fails only when there is no map path to check
 /// (no `--map`, and `~` cannot be expanded).
-pub fn run(args: &DoctorArgs<'_>) -> Result<Report, String> {
+pub fn run(args: &DoctorArgs<'_>) -> anyhow::Result<Report> {
     let inputs = Inputs::gather(args.config, args.map, args.live)?;
     let checks: Vec<_> = checks::all(&inputs)
         .into_iter()

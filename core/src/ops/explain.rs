@@ -9,6 +9,7 @@
 
 use std::path::Path;
 
+use anyhow::Context as _;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -132,10 +133,10 @@ impl Host for Unknown {
 /// redactor, and the workspace table from the same config), and the call
 /// goes through `pipeline::decide`, the very function the hook calls, with
 /// the params the hook would read.
-pub fn run(args: &ExplainArgs<'_>) -> Result<Explanation, String> {
+pub fn run(args: &ExplainArgs<'_>) -> anyhow::Result<Explanation> {
     let config = args.config.map(OpenClawConfig::load).transpose()?;
     let opts = config::plugin_options(config.as_ref(), args.map)
-        .map_err(|e| format!("the plugin's options are invalid: {e}"))?;
+        .context("the plugin's options are invalid")?;
     let layer = Layer::load(opts, Log::silent());
     if let Some(c) = &config {
         layer.use_openclaw_config(Some(c), &Default::default());
@@ -567,6 +568,11 @@ mod tests {
             params: &Params::new(),
         })
         .unwrap_err();
-        assert!(err.contains("unknown option \"nope\""), "{err}");
+        assert_eq!(err.to_string(), "the plugin's options are invalid");
+        let err = format!("{err:#}");
+        assert!(
+            err.starts_with("the plugin's options are invalid: unknown option \"nope\""),
+            "{err}"
+        );
     }
 }

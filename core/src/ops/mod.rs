@@ -13,6 +13,7 @@ pub mod mcp;
 pub mod render;
 pub mod writer;
 
+use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -29,9 +30,8 @@ use crate::redact::scrub;
 /// (audit never reads one; doctor may not be able to). The tools' own
 /// fingerprints are 12 digits, and nothing an operator needs from them is
 /// 16 hex digits in a row.
-pub fn shown_report<T: Serialize>(text: &str, report: &T) -> Result<(String, Value), String> {
-    let mut value =
-        serde_json::to_value(report).map_err(|e| format!("cannot encode the report: {e}"))?;
+pub fn shown_report<T: Serialize>(text: &str, report: &T) -> anyhow::Result<(String, Value)> {
+    let mut value = serde_json::to_value(report).context("cannot encode the report")?;
     shown_value(&mut value);
     Ok((scrub(text), value))
 }
@@ -163,7 +163,10 @@ mod tests {
                         scrub(&text)
                     );
                 }
-                Err(e) => assert!(!leaks(&e), "explain, {case}: {}", scrub(&e)),
+                Err(e) => {
+                    let e = format!("{e:#}");
+                    assert!(!leaks(&e), "explain, {case}: {}", scrub(&e))
+                }
             }
         }
         let _ = std::fs::remove_dir_all(&d);

@@ -25,7 +25,7 @@ pub(super) fn readable(i: &Inputs<'_>) -> Vec<Finding> {
             Severity::Fail,
             "config",
             "claw-identity could not read the gateway's config",
-            e.clone(),
+            format!("{e:#}"),
             Some("pass the gateway's config file (OPENCLAW_CONFIG_PATH; by default ~/.openclaw/openclaw.json), readable JSON5: openclaw config validate checks it".into()),
         )],
         Some(Ok(c)) if c.uses_include() => vec![Finding::doctor(
@@ -97,7 +97,7 @@ pub(super) fn options(i: &Inputs<'_>) -> Vec<Finding> {
             Severity::Critical,
             "plugin config",
             "claw-identity's config is invalid, so the plugin does not start",
-            format!("{} is invalid: {e}", config_key()),
+            format!("{} is invalid: {e:#}", config_key()),
             Some("correct it against the configSchema in the plugin's openclaw.plugin.json (OpenClaw validates it there)".into()),
         ),
     }]

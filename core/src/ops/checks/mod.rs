@@ -11,6 +11,7 @@ mod map;
 
 use std::path::{Path, PathBuf};
 
+use anyhow::Context as _;
 use serde::Serialize;
 
 use super::finding::Finding;
@@ -23,11 +24,11 @@ use crate::token_map::{self, MapError, MapFile, Parsed};
 /// What the checks judge, gathered once.
 pub struct Inputs<'a> {
     /// The config, or why it could not be read.
-    pub config: Option<Result<OpenClawConfig, String>>,
+    pub config: Option<anyhow::Result<OpenClawConfig>>,
     /// `--map`: the map to check instead of the one the plugin reads.
     pub map_arg: Option<&'a str>,
     /// The plugin's options as the config sets them, or why they are invalid.
-    pub plugin: Option<Result<Options, String>>,
+    pub plugin: Option<anyhow::Result<Options>>,
     /// The options the checks use: the plugin's, with `--map`; the defaults
     /// where the config's are invalid.
     pub opts: Options,
@@ -64,12 +65,13 @@ impl<'a> Inputs<'a> {
         config_path: Option<&'a Path>,
         map_arg: Option<&'a str>,
         live: Option<&'a Live>,
-    ) -> Result<Self, String> {
+    ) -> anyhow::Result<Self> {
         let config = config_path.map(OpenClawConfig::load);
         let loaded = config.as_ref().and_then(|c| c.as_ref().ok());
         let plugin = loaded.map(|c| openclaw::plugin_options(Some(c), None));
         let opts = openclaw::plugin_options(loaded, map_arg)
-            .or_else(|_| openclaw::plugin_options(None, map_arg))?;
+            .or_else(|_| openclaw::plugin_options(None, map_arg))
+            .context("no token map to check")?;
         let file = token_map::read_map(&opts.token_map_path, &opts.gate());
         let parsed = file.as_ref().ok().map(|f| token_map::parse(&f.bytes));
         let (probe, posture) = match loaded {
