@@ -5,6 +5,7 @@
 //! and redacts JS values; `persist` redacts what OpenClaw is about to store;
 //! `host` calls OpenClaw's logger and session store.
 
+pub mod callback;
 pub mod host;
 #[cfg(target_os = "wasi")]
 pub mod host_fs;
