@@ -24,7 +24,7 @@ type WakeFn = ThreadsafeFunction<(), (), (), Status, false, true, 4>;
 /// (and counted), so a stalled event loop never grows a queue.
 const MAX_WAITING: usize = 1024;
 
-/// The JS logger, through `write(level, line)` ([`WRITE`]): the one
+/// The JS logger, through `write(line, level)` ([`WRITE`]): the one
 /// function that hands a line to it, every line of the layer and an owned
 /// call's too (`rewrite.js` calls it).
 pub struct JsLogger {
@@ -33,13 +33,14 @@ pub struct JsLogger {
     info: bool,
 }
 
-/// `write(level, line)`, made with the logger's methods bound to it,
-/// `[info, warn, error]`: `level` is an index into them ([`level_index`]).
-/// A logger that throws must not fail the tool call; the throw is dropped
-/// in JS, since an owned call's line is written in the same call into V8
-/// that builds its result.
+/// `write(line, level)`, made with the logger's methods bound to it,
+/// `[info, warn, error]`: `level` is an index into them ([`level_index`]),
+/// left `undefined` for info, the level of most lines (a call's line), so
+/// that one costs no N-API call to make a number. A logger that throws
+/// must not fail the tool call; the throw is dropped in JS, since an owned
+/// call's line is written in the same call into V8 that builds its result.
 const WRITE: &str =
-    "(log) => function clawIdentityWrite(level, line) { try { log[level](line); } catch {} }";
+    "(log) => function clawIdentityWrite(line, level = 0) { try { log[level](line); } catch {} }";
 
 fn level_index(level: Level) -> u32 {
     match level {
@@ -215,17 +216,24 @@ impl JsLogger {
         }
     }
 
-    /// A line as `write` takes it, `[level, line]`, or `None` when the
-    /// logger does not take its level.
-    fn args<'e>(&self, env: &'e Env, level: Level, line: &str) -> Result<Option<[Js<'e>; 2]>> {
+    /// A line as `write` takes it, `[line, level]`, or `None` when the
+    /// logger does not take its level. `undefined` is the callback's.
+    fn args<'e>(
+        &self,
+        env: &'e Env,
+        level: Level,
+        line: &str,
+        undefined: Js<'e>,
+    ) -> Result<Option<[Js<'e>; 2]>> {
         if level == Level::Info && !self.info {
             return Ok(None);
         }
         let raw = env.raw();
-        Ok(Some([
-            Js::from_u32(raw, level_index(level))?,
-            Js::string(raw, line)?,
-        ]))
+        let level = match level {
+            Level::Info => undefined,
+            _ => Js::from_u32(raw, level_index(level))?,
+        };
+        Ok(Some([Js::string(raw, line)?, level]))
     }
 
     /// A call's line as `write` takes it, once the lines logged before it
@@ -235,22 +243,29 @@ impl JsLogger {
         env: &'e Env,
         pending: &Pending,
         line: Option<&LineBuf>,
+        undefined: Js<'e>,
     ) -> Result<Option<[Js<'e>; 2]>> {
         let Some(line) = line else { return Ok(None) };
         self.flush_waiting(env, pending);
-        self.args(env, line.level(), line.as_str())
+        self.args(env, line.level(), line.as_str(), undefined)
     }
 
     /// Delivers a call's line now, after the lines logged before it.
     pub fn write_call_line(&self, env: &Env, pending: &Pending, line: Option<&LineBuf>) {
-        if let Ok(Some(args)) = self.call_line(env, pending, line) {
+        let Ok(undefined) = Js::undefined_in(env) else {
+            return;
+        };
+        if let Ok(Some(args)) = self.call_line(env, pending, line, undefined) {
             self.call(env, args);
         }
     }
 
     /// Delivers one line now, on the JS thread.
     pub fn write(&self, env: &Env, level: Level, line: &str) {
-        if let Ok(Some(args)) = self.args(env, level, line) {
+        let Ok(undefined) = Js::undefined_in(env) else {
+            return;
+        };
+        if let Ok(Some(args)) = self.args(env, level, line, undefined) {
             self.call(env, args);
         }
     }

@@ -615,9 +615,9 @@ impl JsLayer {
             }
         };
         let undefined = Js::undefined_in(env)?;
-        let [level, text] = self
+        let [text, level] = self
             .logger
-            .call_line(env, &self.pending, line)?
+            .call_line(env, &self.pending, line, undefined)?
             .unwrap_or([undefined; 2]);
         let (event, params) = match params {
             ParamsOf::Unread(event) => (event, undefined),
@@ -630,7 +630,7 @@ impl JsLayer {
         Js::of(env, f.borrow_back(env)?)?
             .call(
                 undefined,
-                &[event, params, token, conversation, level, text],
+                &[event, params, token, conversation, text, level],
             )
             .map_err(Error::from_reason)
     }

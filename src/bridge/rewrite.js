@@ -6,7 +6,8 @@
 // (bridge/layer.rs), with TOKEN and CONVERSATION replaced by the layer's
 // param names as string literals (constant keys let V8 build the object
 // without a runtime call per key), then called with the logger's `write`
-// (bridge/host.rs, the one function that hands a line to the logger).
+// (bridge/host.rs, `write(line, level)`, the one function that hands a
+// line to the logger).
 //
 // Nothing here decides: the addon picks the function by the params the
 // call's result defines (the token, the conversation id, or both), and
@@ -29,19 +30,19 @@
     return typeof p === 'object' && p !== null && !Array.isArray(p) ? p : undefined;
   };
   return [
-    function ownedToken(event, params, token, _conversation, level, line) {
+    function ownedToken(event, params, token, _conversation, line, level) {
       const p = paramsOf(event, params);
-      if (line !== undefined) write(level, line);
+      if (line !== undefined) write(line, level);
       return { params: { ...p, TOKEN: token } };
     },
-    function ownedConversation(event, params, _token, conversation, level, line) {
+    function ownedConversation(event, params, _token, conversation, line, level) {
       const p = paramsOf(event, params);
-      if (line !== undefined) write(level, line);
+      if (line !== undefined) write(line, level);
       return { params: { ...p, CONVERSATION: conversation } };
     },
-    function ownedBoth(event, params, token, conversation, level, line) {
+    function ownedBoth(event, params, token, conversation, line, level) {
       const p = paramsOf(event, params);
-      if (line !== undefined) write(level, line);
+      if (line !== undefined) write(line, level);
       return { params: { ...p, TOKEN: token, CONVERSATION: conversation } };
     },
   ];
