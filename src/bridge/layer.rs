@@ -641,11 +641,11 @@ impl JsLayer {
         let raw = env.raw();
         let opts = self.layer.engine().options();
         let mut set: Vec<(&str, Js<'e>)> = Vec::new();
-        let token = slot_value(env, &patch.token, &opts.token_param, params, |t| {
+        let token = &opts.token_param;
+        if let Some(v) = slot_value(env, &patch.token, token, params, |t| {
             Js::string(raw, t.expose())
-        })?;
-        if let Some(v) = token {
-            set.push((&opts.token_param, v));
+        })? {
+            set.push((token, v));
         }
         let conversation = &opts.rules.conversation_id.param;
         if let Some(v) = slot_value(env, &patch.conversation, conversation, params, |c| {
