@@ -61,6 +61,28 @@ test('a logger that throws on the per-call line does not affect the call, and is
   layer.close();
 });
 
+test('a logger that throws on the per-call warning does not affect the call either', () => {
+  let thrown = 0;
+  const logger = {
+    info: (l) => recordEmitted('log.info', l),
+    warn: (l) => {
+      if (recordEmitted('log.warn', l).includes('token-status=missing')) thrown++;
+      throw new Error('logger down');
+    },
+    error: (l) => recordEmitted('log.error', l),
+  };
+  const { layer } = setup(logger);
+  // The model's own token is taken out (the result is built in one call
+  // with the line), or there is nothing to take out (the line alone).
+  const r = layer.beforeToolCall({ toolName: 'claw-os__claw_notes', params: { note: 'hi', auth_token: 'made-up' } }, { agentId: 'ghost' });
+  assert.ok(Object.hasOwn(r.params, 'auth_token'));
+  assert.equal(r.params.auth_token, undefined);
+  assert.equal(layer.beforeToolCall(notes(), { agentId: 'ghost' }), undefined);
+  assert.equal(thrown, 2);
+  assert.equal(layer.stats().logDropped, 0);
+  layer.close();
+});
+
 test('a logger that calls the layer again from the per-call line gets its own answer', () => {
   let layer;
   const inner = [];
@@ -147,16 +169,18 @@ test('each field of the event and the ctx is read once per call, or not at all',
     ['claw-os__claw_notes', { note: 'hi' }, { toolName: 1, params: 1, agentId: 1, sessionKey: 1 }],
     // A guarded tool: the rule reads the params, and the result does not read them again.
     ['sessions_send', { sessionKey: `agent:${FRANCIS}:main`, message: 'hi' }, { toolName: 1, params: 1, agentId: 1, sessionKey: 1 }],
+    // An agent the map does not have: its params are read once, to take out a token the call holds.
+    ['claw-os__claw_notes', { note: 'hi', auth_token: 'made-up' }, { toolName: 1, params: 1, agentId: 1, sessionKey: 1 }, 'ghost'],
     // A tool no rule concerns: only its name is read.
     ['web_search', { query: 'weather' }, { toolName: 1, params: 0, agentId: 0, sessionKey: 0 }],
   ];
-  for (const [tool, params, expected] of cases) {
+  for (const [tool, params, expected, agent = FRANCIS] of cases) {
     const reads = {};
     const event = counted({ toolName: tool, params }, reads);
-    const ctx = counted({ agentId: FRANCIS, sessionKey: `agent:${FRANCIS}:main` }, reads);
+    const ctx = counted({ agentId: agent, sessionKey: `agent:${FRANCIS}:main` }, reads);
     const r = layer.beforeToolCall(event, ctx);
-    assert.deepEqual(reads, expected, tool);
-    if (tool === 'claw-os__claw_notes') assert.equal(r.params.auth_token, tokens[FRANCIS]);
+    assert.deepEqual(reads, expected, `${tool} ${agent}`);
+    if (tool === 'claw-os__claw_notes') assert.equal(r.params.auth_token, tokens[agent]);
   }
   layer.close();
 });

@@ -49,6 +49,10 @@ test("without a known conversation, the model's own _conversation_id is taken ou
   assertSameToken(r.params.auth_token, token);
   assert.ok(Object.hasOwn(r.params, '_conversation_id'));
   assert.equal(r.params._conversation_id, undefined);
+  // Taken out only where the call holds it: a call without one gets none.
+  const without = layer.beforeToolCall(notes({ note: 'hi' }), { agentId: FRANCIS });
+  assertSameToken(without.params.auth_token, token);
+  assert.ok(!Object.hasOwn(without.params, '_conversation_id'));
   layer.close();
 });
 

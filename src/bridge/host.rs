@@ -12,7 +12,7 @@ use napi::threadsafe_function::{
 use parking_lot::Mutex;
 
 use super::js::{Js, Kind};
-use claw_identity_core::log::{Level, Log};
+use claw_identity_core::log::{Level, LineBuf, Log};
 use claw_identity_core::paths;
 use claw_identity_core::sessions::{Host, SessionEntry, SessionNow};
 
@@ -24,12 +24,30 @@ type WakeFn = ThreadsafeFunction<(), (), (), Status, false, true, 4>;
 /// (and counted), so a stalled event loop never grows a queue.
 const MAX_WAITING: usize = 1024;
 
-/// The JS logger's methods, bound to it.
+/// The JS logger, through `write(line, level)` ([`WRITE`]): the one
+/// function that hands a line to it, every line of the layer and an owned
+/// call's too (`rewrite.js` calls it).
 pub struct JsLogger {
-    /// `None`: the logger discards info lines, so they are not even formatted.
-    pub info: Option<FunctionRef<Js<'static>, Js<'static>>>,
-    pub warn: FunctionRef<Js<'static>, Js<'static>>,
-    pub error: FunctionRef<Js<'static>, Js<'static>>,
+    write: FunctionRef<Js<'static>, Js<'static>>,
+    /// The logger takes info lines (`false`: they are not even formatted).
+    info: bool,
+}
+
+/// `write(line, level)`, made with the logger's methods bound to it,
+/// `[info, warn, error]`: `level` is an index into them ([`level_index`]),
+/// left `undefined` for info, the level of most lines (a call's line), so
+/// that one costs no N-API call to make a number. A logger that throws
+/// must not fail the tool call; the throw is dropped in JS, since an owned
+/// call's line is written in the same call into V8 that builds its result.
+const WRITE: &str =
+    "(log) => function clawIdentityWrite(line, level = 0) { try { log[level](line); } catch {} }";
+
+fn level_index(level: Level) -> u32 {
+    match level {
+        Level::Info => 0,
+        Level::Warn => 1,
+        Level::Error => 2,
+    }
 }
 
 /// Every line logged off the JS thread (the watcher's) or while the JS
@@ -105,7 +123,7 @@ impl JsLogger {
             Some(l) => (l, true),
             None => (Js::global(env)?.get_unchecked(c"console")?, false),
         };
-        let method = |name: &std::ffi::CStr| -> Result<FunctionRef<Js<'static>, Js<'static>>> {
+        let method = |name: &std::ffi::CStr| -> Result<Js<'_>> {
             let f = target
                 .get(name)?
                 .filter(|f| f.kind().ok() == Some(Kind::Function));
@@ -118,24 +136,26 @@ impl JsLogger {
                     ),
                 )
             })?;
-            // Bound, so a method that uses `this` works from the watcher thread too.
-            function_ref(env, f.bind_this(target)?)
+            // Bound, so a method that uses `this` works.
+            f.bind_this(target)
         };
-        let refs = || -> Result<JsLogger> {
-            Ok(JsLogger {
-                info: if with_info {
-                    Some(method(c"info")?)
-                } else {
-                    None
-                },
-                warn: method(c"warn")?,
-                error: method(c"error")?,
-            })
-        };
+        let methods = Js::array(env.raw(), 3)?;
+        if with_info {
+            methods.set_index(level_index(Level::Info), method(c"info")?)?;
+        }
+        methods.set_index(level_index(Level::Warn), method(c"warn")?)?;
+        methods.set_index(level_index(Level::Error), method(c"error")?)?;
+        let factory: Js<'_> = env.run_script(WRITE)?;
+        let write = factory
+            .call(Js::undefined_in(env)?, &[methods])
+            .map_err(Error::from_reason)?;
         let outbox: Pending = Arc::new(Outbox::new());
         // The wake-up delivers what waits, on the JS thread, through its own
-        // references to the logger's methods.
-        let deliver = refs()?;
+        // reference to `write`.
+        let deliver = JsLogger {
+            write: function_ref(env, write)?,
+            info: with_info,
+        };
         let waiting = outbox.clone();
         let wake: WakeFn = env
             // A no-op: the callback delivers the lines. (A Rust closure as a
@@ -152,7 +172,7 @@ impl JsLogger {
                 Ok(())
             })?;
         let queued = outbox.clone();
-        let write = move |level: Level, line: String| match queued.push(level, line) {
+        let write_line = move |level: Level, line: String| match queued.push(level, line) {
             None => false,
             Some(false) => true,
             Some(true) => {
@@ -162,8 +182,17 @@ impl JsLogger {
                 true
             }
         };
-        let log = Log::new(Some(Box::new(write)), with_info);
-        Ok((refs()?, log, outbox))
+        let log = Log::new(Some(Box::new(write_line)), with_info);
+        let logger = JsLogger {
+            write: function_ref(env, write)?,
+            info: with_info,
+        };
+        Ok((logger, log, outbox))
+    }
+
+    /// `write(level, line)`, for `rewrite.js`.
+    pub fn write_fn<'e>(&self, env: &'e Env) -> Result<Js<'e>> {
+        Js::of(env, self.write.borrow_back(env)?)
     }
 
     /// Delivers every waiting line, in order, on the JS thread.
@@ -187,24 +216,68 @@ impl JsLogger {
         }
     }
 
-    /// The method for `level`, if the logger takes that level.
-    pub fn method(&self, level: Level) -> Option<&FunctionRef<Js<'static>, Js<'static>>> {
-        match level {
-            Level::Info => self.info.as_ref(),
-            Level::Warn => Some(&self.warn),
-            Level::Error => Some(&self.error),
+    /// A line as `write` takes it, `[line, level]`, or `None` when the
+    /// logger does not take its level. `undefined` is the callback's.
+    fn args<'e>(
+        &self,
+        env: &'e Env,
+        level: Level,
+        line: &str,
+        undefined: Js<'e>,
+    ) -> Result<Option<[Js<'e>; 2]>> {
+        if level == Level::Info && !self.info {
+            return Ok(None);
+        }
+        let raw = env.raw();
+        let level = match level {
+            Level::Info => undefined,
+            _ => Js::from_u32(raw, level_index(level))?,
+        };
+        Ok(Some([Js::string(raw, line)?, level]))
+    }
+
+    /// A call's line as `write` takes it, once the lines logged before it
+    /// are delivered; `None` when the call has no line.
+    pub fn call_line<'e>(
+        &self,
+        env: &'e Env,
+        pending: &Pending,
+        line: Option<&LineBuf>,
+        undefined: Js<'e>,
+    ) -> Result<Option<[Js<'e>; 2]>> {
+        let Some(line) = line else { return Ok(None) };
+        self.flush_waiting(env, pending);
+        self.args(env, line.level(), line.as_str(), undefined)
+    }
+
+    /// Delivers a call's line now, after the lines logged before it.
+    pub fn write_call_line(&self, env: &Env, pending: &Pending, line: Option<&LineBuf>) {
+        let Ok(undefined) = Js::undefined_in(env) else {
+            return;
+        };
+        if let Ok(Some(args)) = self.call_line(env, pending, line, undefined) {
+            self.call(env, args);
         }
     }
 
-    /// Delivers one line now, on the JS thread. A logger that throws is ignored.
+    /// Delivers one line now, on the JS thread.
     pub fn write(&self, env: &Env, level: Level, line: &str) {
-        let Some(f) = self.method(level) else { return };
-        let _ = (|| -> std::result::Result<(), String> {
-            let f = Js::of(env, f.borrow_back(env).map_err(|e| e.to_string())?)
-                .map_err(|e| e.to_string())?;
-            let text = Js::string(env.raw(), line).map_err(|e| e.to_string())?;
-            let this = Js::undefined_in(env).map_err(|e| e.to_string())?;
-            f.call(this, &[text]).map(drop)
+        let Ok(undefined) = Js::undefined_in(env) else {
+            return;
+        };
+        if let Ok(Some(args)) = self.args(env, level, line, undefined) {
+            self.call(env, args);
+        }
+    }
+
+    /// `write` never throws, and a line that can't be made is dropped.
+    fn call(&self, env: &Env, args: [Js<'_>; 2]) {
+        let _ = (|| -> Result<()> {
+            let this = Js::undefined_in(env)?;
+            self.write_fn(env)?
+                .call(this, &args)
+                .map_err(Error::from_reason)?;
+            Ok(())
         })();
     }
 }

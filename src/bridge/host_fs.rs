@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use napi::bindgen_prelude::*;
 
+use super::host::function_ref;
 use super::js::{Js, Kind};
 use claw_identity_core::acl::Descriptor;
 use claw_identity_core::paths::win32;
@@ -45,12 +46,8 @@ impl NodeFs {
         let host: Js<'_> = env.run_script(include_str!("host_fs.js"))?;
         let mut methods = Vec::new();
         for name in METHODS {
-            let f = host.get_unchecked(name)?;
-            // SAFETY: `host_fs.js` makes every one of these a function.
-            let f = unsafe {
-                Function::<Js<'static>, Js<'static>>::from_napi_value(env.raw(), f.raw())?
-            };
-            methods.push((name, f.create_ref()?));
+            // `host_fs.js` makes every one of these a function.
+            methods.push((name, function_ref(env, host.get_unchecked(name)?)?));
         }
         let mut fs = NodeFs {
             env: *env,

@@ -133,6 +133,13 @@ impl<'e> Js<'e> {
         })
     }
 
+    pub fn from_u32(env: sys::napi_env, n: u32) -> Result<Js<'e>> {
+        // SAFETY: a plain N-API call on the callback's env.
+        make(env, "create_uint32", |out| unsafe {
+            sys::napi_create_uint32(env, n, out)
+        })
+    }
+
     pub fn array(env: sys::napi_env, len: u32) -> Result<Js<'e>> {
         // SAFETY: a plain N-API call on the callback's env.
         make(env, "create_array", |out| unsafe {

@@ -75,15 +75,21 @@ const ID_BUF: usize = 256;
 pub struct JsLayer {
     pub layer: Layer,
     keys: Keys<4>,
-    /// `rewrite.js`'s `ownedRewrite`, bound to this layer's logger.
-    owned_rewrite: FunctionRef<Js<'static>, Js<'static>>,
-    /// Whether `ownedRewrite` sets the conversation id (the rule is on).
-    with_conversation: bool,
+    /// `rewrite.js`'s functions, made with this layer's logger.
+    owned: Owned,
     pub logger: JsLogger,
     pub pending: Pending,
     sessions: RefCell<Option<JsSessions>>,
     /// Node's `url.fileURLToPath`, as OpenClaw's tools call it.
     file_url_to_path: FunctionRef<Js<'static>, Js<'static>>,
+}
+
+/// `rewrite.js`'s functions: an owned call's result with the token, the
+/// conversation id, or both.
+struct Owned {
+    token: FunctionRef<Js<'static>, Js<'static>>,
+    conversation: FunctionRef<Js<'static>, Js<'static>>,
+    both: FunctionRef<Js<'static>, Js<'static>>,
 }
 
 /// The options object split into what Rust parses and the JS objects the
@@ -193,9 +199,7 @@ fn rewrite_source(token: &str, conversation: &str) -> String {
         _ => format!("{}:", lit(name)),
     };
     include_str!("rewrite.js")
-        .replace("TOKEN_KEY", &lit(token))
         .replace("TOKEN:", &key(token))
-        .replace("CONVERSATION_KEY", &lit(conversation))
         .replace("CONVERSATION:", &key(conversation))
 }
 
@@ -213,40 +217,26 @@ impl JsLayer {
             .sessions
             .map(|s| JsSessions::new(env, s))
             .transpose()?;
-        let with_conversation = opts.rules.conversation_id.enabled;
         let source = rewrite_source(&opts.token_param, &opts.rules.conversation_id.param);
         let layer = Layer::load_after(opts, log, previous);
         layer.watch().map_err(|e| {
             Error::from_reason(format!("claw-identity: cannot start the map watcher: {e}"))
         })?;
         let factory: Js<'_> = env.run_script(source)?;
-        let log = Js::array(env.raw(), 2)?;
-        let method = |level: Level| -> Result<Js<'_>> {
-            match logger.method(level) {
-                Some(f) => Js::of(env, f.borrow_back(env)?),
-                None => Js::undefined_in(env),
-            }
-        };
-        log.set_index(0, method(Level::Info)?)?;
-        log.set_index(1, method(Level::Warn)?)?;
-        let rewrite = factory
-            .call(
-                Js::undefined_in(env)?,
-                &[log, Js::boolean(env.raw(), with_conversation)?],
-            )
+        let owned = factory
+            .call(Js::undefined_in(env)?, &[logger.write_fn(env)?])
             .map_err(Error::from_reason)?;
-        // SAFETY: `factory` returns a function.
-        let owned_rewrite = unsafe {
-            Function::<Js<'static>, Js<'static>>::from_napi_value(env.raw(), rewrite.raw())?
-        }
-        .create_ref()?;
+        let owned = Owned {
+            token: function_ref(env, owned.get_index(0)?)?,
+            conversation: function_ref(env, owned.get_index(1)?)?,
+            both: function_ref(env, owned.get_index(2)?)?,
+        };
         let url: Js<'_> = env.run_script("process.getBuiltinModule('node:url').fileURLToPath")?;
         let js = Rc::new(JsLayer {
             file_url_to_path: function_ref(env, url)?,
             layer,
             keys: Keys::new(env, KEY_NAMES)?,
-            owned_rewrite,
-            with_conversation,
+            owned,
             logger,
             pending,
             sessions: RefCell::new(sessions),
@@ -504,10 +494,7 @@ impl JsLayer {
 
     /// Delivers a per-call line now, after the lines waiting before it.
     fn deliver(&self, env: &Env, line: Option<&LineBuf>) {
-        if let Some(line) = line {
-            self.logger.flush_waiting(env, &self.pending);
-            self.logger.write(env, line.level(), line.as_str());
-        }
+        self.logger.write_call_line(env, &self.pending, line);
     }
 
     /// The hook result for a decision.
@@ -521,7 +508,7 @@ impl JsLayer {
     ) -> Result<Js<'e>> {
         let raw = env.raw();
         match &d.verdict {
-            Verdict::Rewrite(p) if self.is_owned_shape(p) => {
+            Verdict::Rewrite(p) if p.params.is_empty() => {
                 self.owned(env, p, params, session, session_key, line)
             }
             Verdict::Pass => {
@@ -581,16 +568,9 @@ impl JsLayer {
         }
     }
 
-    /// Whether `ownedRewrite` builds this patch: the token slot and, when the
-    /// rule is on, the conversation slot, and nothing else.
-    fn is_owned_shape(&self, p: &Patch<'_>) -> bool {
-        p.params.is_empty()
-            && !p.token.is_keep()
-            && p.conversation.is_keep() != self.with_conversation
-    }
-
-    /// An owned call's rewrite and log line, in one call into V8, which
-    /// also reads `event.params` when no rule did.
+    /// An owned call's result (a patch of the token and conversation slots
+    /// alone) and its log line, in one call into V8 (`rewrite.js`), which
+    /// also reads `event.params` when nothing read them yet.
     fn owned<'e>(
         &self,
         env: &'e Env,
@@ -601,32 +581,58 @@ impl JsLayer {
         line: Option<&LineBuf>,
     ) -> Result<Js<'e>> {
         let raw = env.raw();
+        let opts = self.layer.engine().options();
+        // A param taken out needs the params object: is it the call's?
+        let params = match params {
+            ParamsOf::Unread(_)
+                if matches!(p.token, Slot::Clear) || matches!(p.conversation, Slot::Clear) =>
+            {
+                ParamsOf::Read(self.params(env, params)?)
+            }
+            params => params,
+        };
+        let read = match params {
+            ParamsOf::Read(p) => p,
+            ParamsOf::Unread(_) => None,
+        };
+        let token = slot_value(env, &p.token, &opts.token_param, read, |t| {
+            Js::string(raw, t.expose())
+        })?;
+        let conversation_param = &opts.rules.conversation_id.param;
+        let conversation = slot_value(env, &p.conversation, conversation_param, read, |c| {
+            match session {
+                // The conversation is the caller's own session key: hand back its value.
+                Some(s) if Some(c.as_ref()) == session_key => Ok(s),
+                _ => Js::string(raw, c),
+            }
+        })?;
+        let f = match (token.is_some(), conversation.is_some()) {
+            (true, false) => &self.owned.token,
+            (false, true) => &self.owned.conversation,
+            (true, true) => &self.owned.both,
+            (false, false) => {
+                self.deliver(env, line);
+                return Js::undefined_in(env);
+            }
+        };
         let undefined = Js::undefined_in(env)?;
-        let token = match &p.token {
-            Slot::Set(t) => Js::string(raw, t.expose())?,
-            _ => undefined,
-        };
-        let conversation = match (&p.conversation, session) {
-            // The conversation is the caller's own session key: hand back its value.
-            (Slot::Set(c), Some(s)) if Some(c.as_ref()) == session_key => s,
-            (Slot::Set(c), _) => Js::string(raw, c)?,
-            _ => undefined,
-        };
-        if line.is_some() {
-            // Lines logged before this one go out first.
-            self.logger.flush_waiting(env, &self.pending);
-        }
-        let (text, warn) = match &line {
-            Some(l) if l.level() == Level::Info => (Js::string(raw, l.as_str())?, undefined),
-            Some(l) => (Js::string(raw, l.as_str())?, Js::boolean(raw, true)?),
-            None => (undefined, undefined),
-        };
+        let [text, level] = self
+            .logger
+            .call_line(env, &self.pending, line, undefined)?
+            .unwrap_or([undefined; 2]);
         let (event, params) = match params {
             ParamsOf::Unread(event) => (event, undefined),
             ParamsOf::Read(p) => (undefined, p.unwrap_or(undefined)),
         };
-        let f = Js::of(env, self.owned_rewrite.borrow_back(env)?)?;
-        f.call(undefined, &[event, params, token, conversation, text, warn])
+        let (token, conversation) = (
+            token.unwrap_or(undefined),
+            conversation.unwrap_or(undefined),
+        );
+        Js::of(env, f.borrow_back(env)?)?
+            .call(
+                undefined,
+                &[event, params, token, conversation, text, level],
+            )
             .map_err(Error::from_reason)
     }
 
@@ -635,25 +641,18 @@ impl JsLayer {
     fn copy<'e>(&self, env: &'e Env, params: Option<Js<'e>>, patch: &Patch<'_>) -> Result<Js<'e>> {
         let raw = env.raw();
         let opts = self.layer.engine().options();
-        let undefined = Js::undefined_in(env)?;
         let mut set: Vec<(&str, Js<'e>)> = Vec::new();
-        // A param taken out is defined as `undefined` only where the call holds it.
-        let holds = |name: &str| -> Result<bool> {
-            match params {
-                Some(p) => p.has_own(Js::string(raw, name)?),
-                None => Ok(false),
-            }
-        };
-        match &patch.token {
-            Slot::Set(t) => set.push((&opts.token_param, Js::string(raw, t.expose())?)),
-            Slot::Clear if holds(&opts.token_param)? => set.push((&opts.token_param, undefined)),
-            Slot::Clear | Slot::Keep => {}
+        let token = &opts.token_param;
+        if let Some(v) = slot_value(env, &patch.token, token, params, |t| {
+            Js::string(raw, t.expose())
+        })? {
+            set.push((token, v));
         }
         let conversation = &opts.rules.conversation_id.param;
-        match &patch.conversation {
-            Slot::Set(c) => set.push((conversation, Js::string(raw, c)?)),
-            Slot::Clear if holds(conversation)? => set.push((conversation, undefined)),
-            Slot::Clear | Slot::Keep => {}
+        if let Some(v) = slot_value(env, &patch.conversation, conversation, params, |c| {
+            Js::string(raw, c)
+        })? {
+            set.push((conversation, v));
         }
         for (k, v) in &patch.params {
             set.push((k, Js::json(raw, v)?));
@@ -726,6 +725,29 @@ impl JsLayer {
             &[ok.bind_args(&[result])?, err.bind_args(&[blocked])?],
         )
         .map_err(|e| Error::from_reason(format!("cannot wait for the session: {e}")))
+    }
+}
+
+/// What `slot` defines for the param `name` in a call's rewritten params
+/// (`params`, the call's): its value; `undefined` where it is taken out and
+/// the call holds it (OpenClaw spreads hook params over the original, so
+/// the key must be there to take the model's value out, and JSON drops it);
+/// or nothing (`None`), where it is kept or taken out of a call that does
+/// not hold it. The one place that says where a param is cleared.
+fn slot_value<'e, T>(
+    env: &'e Env,
+    slot: &Slot<T>,
+    name: &str,
+    params: Option<Js<'e>>,
+    value: impl FnOnce(&T) -> Result<Js<'e>>,
+) -> Result<Option<Js<'e>>> {
+    match slot {
+        Slot::Set(v) => value(v).map(Some),
+        Slot::Keep => Ok(None),
+        Slot::Clear => match params {
+            Some(p) if p.has_own(Js::string(env.raw(), name)?)? => Js::undefined_in(env).map(Some),
+            _ => Ok(None),
+        },
     }
 }
 

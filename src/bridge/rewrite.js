@@ -5,53 +5,45 @@
 // times more: BENCHMARKS.md). Compiled once per layer by the addon
 // (bridge/layer.rs), with TOKEN and CONVERSATION replaced by the layer's
 // param names as string literals (constant keys let V8 build the object
-// without a runtime call per key), then called with the logger's methods,
-// `[info, warn]`, and whether the layer sets the conversation id.
+// without a runtime call per key), then called with the logger's `write`
+// (bridge/host.rs, `write(line, level)`, the one function that hands a
+// line to the logger).
+//
+// Nothing here decides: the addon picks the function by the params the
+// call's result defines (the token, the conversation id, or both), and
+// passes each value to define, `undefined` for a param taken out (it takes
+// out only a param the call holds). `line` is the call's log line, or
+// `undefined`, and `level` its level, as `write` takes it.
 //
 // `event` is the call's event when no rule read its params: `event.params`
 // is then read here, once, as the addon reads it (an object that is not an
-// array, or nothing);
-// otherwise `event` is `undefined` and `p` is the params object the rules
-// read. `warn` is true for a warning line.
+// array, or nothing); otherwise `event` is `undefined` and `params` is the
+// params object the addon read.
 //
 // Spread and object-literal keys both define (never set) properties, so no
 // setter on Object.prototype runs and an own `__proto__` key stays an own
-// key. `token` or `conversation` is `undefined` when the layer takes the
-// model's value out: a param the call holds is then defined as `undefined`
-// (OpenClaw spreads hook params over the original, so the key must be
-// there; JSON drops it), and one it doesn't hold is left out. The result is
-// `undefined` when there is nothing to set or take out.
-(log, withConversation, hasOwn = Object.hasOwn) => {
-  const logLine = (line, warn) => {
-    if (line === undefined) return;
-    try {
-      log[warn === true ? 1 : 0](line);
-    } catch {
-      // A logger that throws must not fail the tool call.
-    }
+// key.
+(write) => {
+  const paramsOf = (event, params) => {
+    if (event === undefined) return params;
+    const p = event.params;
+    return typeof p === 'object' && p !== null && !Array.isArray(p) ? p : undefined;
   };
-  const paramsOf = (event, p) => {
-    if (event === undefined) return p;
-    const q = event.params;
-    return typeof q === 'object' && q !== null && !Array.isArray(q) ? q : undefined;
-  };
-  const has = (p, key) => p !== undefined && hasOwn(p, key);
-  if (!withConversation) {
-    return function ownedRewrite(event, params, token, _conversation, line, warn) {
+  return [
+    function ownedToken(event, params, token, _conversation, line, level) {
       const p = paramsOf(event, params);
-      logLine(line, warn);
-      if (token === undefined && !has(p, TOKEN_KEY)) return undefined;
+      if (line !== undefined) write(line, level);
       return { params: { ...p, TOKEN: token } };
-    };
-  }
-  return function ownedRewrite(event, params, token, conversation, line, warn) {
-    const p = paramsOf(event, params);
-    logLine(line, warn);
-    const t = token !== undefined || has(p, TOKEN_KEY);
-    const c = conversation !== undefined || has(p, CONVERSATION_KEY);
-    if (t && c) return { params: { ...p, TOKEN: token, CONVERSATION: conversation } };
-    if (t) return { params: { ...p, TOKEN: token } };
-    if (c) return { params: { ...p, CONVERSATION: conversation } };
-    return undefined;
-  };
+    },
+    function ownedConversation(event, params, _token, conversation, line, level) {
+      const p = paramsOf(event, params);
+      if (line !== undefined) write(line, level);
+      return { params: { ...p, CONVERSATION: conversation } };
+    },
+    function ownedBoth(event, params, token, conversation, line, level) {
+      const p = paramsOf(event, params);
+      if (line !== undefined) write(line, level);
+      return { params: { ...p, TOKEN: token, CONVERSATION: conversation } };
+    },
+  ];
 };

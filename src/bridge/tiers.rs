@@ -1,9 +1,8 @@
 //! The functions OpenClaw calls on every tool call of every agent: the
 //! module's `beforeToolCall(event, ctx)` and, per registration of the plugin,
-//! the trusted policy and the ordinary hook (`tiers()`). They are raw N-API
-//! callbacks with their state as callback data: a `#[napi]` function costs
-//! about 80-100 ns more per call here, and these are the budgeted paths
-//! (BENCHMARKS.md). The layer they decide on is this JS thread's, the one
+//! the trusted policy and the ordinary hook (`tiers()`), and the tool-result
+//! middleware. They are raw N-API callbacks (`callback.rs`) with their state
+//! as callback data. The layer they decide on is this JS thread's, the one
 //! `configure` made.
 //!
 //! Why the ordinary hook decides only when the policy did not run
@@ -14,16 +13,14 @@
 //! registration's policy has run, and decides in full otherwise.
 
 use std::cell::{Cell, RefCell};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
 
 use napi::bindgen_prelude::*;
-use napi::sys;
 
+use super::callback::{make, Callback};
 use super::js::Js;
 use super::layer::{JsLayer, JsOptions};
 use crate::IdentityLayer;
-use claw_identity_core::redact;
 use claw_identity_core::redact::results::Hits;
 
 /// Per JS thread (each worker has its own): the layer `configure` made.
@@ -127,131 +124,34 @@ struct TierData {
     warned: Rc<Cell<bool>>,
 }
 
-unsafe extern "C" fn tier_callback(
-    env: sys::napi_env,
-    info: sys::napi_callback_info,
-) -> sys::napi_value {
-    let (mut argc, mut argv, mut data) = (2usize, [std::ptr::null_mut(); 2], std::ptr::null_mut());
-    // SAFETY: `info` is this callback's; N-API fills missing args with undefined.
-    let status = unsafe {
-        sys::napi_get_cb_info(
-            env,
-            info,
-            &mut argc,
-            argv.as_mut_ptr(),
-            std::ptr::null_mut(),
-            &mut data,
-        )
-    };
-    if status != sys::Status::napi_ok || data.is_null() {
-        return throw(env, "cannot read the hook's arguments");
-    }
-    // SAFETY: `data` is the `TierData` this function was made with (`make`),
-    // freed only by the function's finalizer.
-    let data = unsafe { &*(data as *const TierData) };
-    let env = Env::from_raw(env);
-    let r = catch_unwind(AssertUnwindSafe(|| -> Result<sys::napi_value> {
-        match data.tier {
-            Tier::Policy => data.policy_ran.set(true),
-            Tier::Net if data.policy_ran.get() => {
+impl Callback for TierData {
+    const WHAT: &'static str = "the hook's arguments";
+
+    fn call<'e>(&self, env: &'e Env, event: Js<'e>, ctx: Js<'e>) -> Result<Option<Js<'e>>> {
+        match self.tier {
+            Tier::Policy => self.policy_ran.set(true),
+            Tier::Net if self.policy_ran.get() => {
                 // The trusted tier decided this call already: `undefined`.
-                return Ok(std::ptr::null_mut());
+                return Ok(None);
             }
             Tier::Net | Tier::Module => {}
         }
         let thread;
-        let layer = match &data.source {
+        let layer = match &self.source {
             Source::Layer(l) => l,
             Source::Thread(state) => {
-                thread = state.layer(&env)?;
+                thread = state.layer(env)?;
                 &thread
             }
         };
-        if data.tier == Tier::Net && !data.warned.replace(true) {
+        if self.tier == Tier::Net && !self.warned.replace(true) {
             claw_identity_core::log_error!(
                 layer.layer.log(),
                 "the trusted tool-policy tier did not run for this call, so identity is enforced only by the ordinary before_tool_call hook: another plugin's hook at a lower priority can undo the rewrite and approvals may freeze the model's params. Declare contracts.trustedToolPolicies and enable the plugin explicitly (openclaw plugins install <tgz> --force --accept-capabilities)."
             );
         }
-        // SAFETY: the arguments are live for this callback.
-        let (event, ctx) = unsafe {
-            (
-                Js::from_raw(env.raw(), argv[0]),
-                Js::from_raw(env.raw(), argv[1]),
-            )
-        };
-        // No value is `undefined` to the caller, as N-API defines it.
-        Ok(layer
-            .hook(&env, event, ctx)?
-            .map_or(std::ptr::null_mut(), |v| v.raw()))
-    }));
-    match r {
-        Ok(Ok(v)) => v,
-        Ok(Err(e)) => throw(env.raw(), &e.reason),
-        Err(_) => throw(env.raw(), "a panic"),
+        layer.hook(env, event, ctx)
     }
-}
-
-/// Only when not even the fail-closed answer could be built: OpenClaw
-/// blocks a call whose hook throws.
-fn throw(env: sys::napi_env, why: &str) -> sys::napi_value {
-    let msg = std::ffi::CString::new(format!("claw-identity: {}", redact::scrub(why)))
-        .unwrap_or_default();
-    // SAFETY: a plain N-API call on this callback's env.
-    unsafe { sys::napi_throw_error(env, std::ptr::null(), msg.as_ptr()) };
-    std::ptr::null_mut()
-}
-
-unsafe extern "C" fn free_tier_data(
-    _env: sys::napi_env,
-    data: *mut std::ffi::c_void,
-    _hint: *mut std::ffi::c_void,
-) {
-    // SAFETY: `data` is the `Box<TierData>` `make` leaked for this function;
-    // its finalizer runs once.
-    drop(unsafe { Box::from_raw(data as *mut TierData) });
-}
-
-/// A raw function `name` with `data`, which the function's finalizer frees.
-fn make<'e>(env: &'e Env, name: &str, data: TierData) -> Result<Js<'e>> {
-    let data = Box::into_raw(Box::new(data));
-    let mut f = std::ptr::null_mut();
-    // SAFETY: a plain N-API call; `data` lives until the finalizer below.
-    let status = unsafe {
-        sys::napi_create_function(
-            env.raw(),
-            name.as_ptr().cast(),
-            name.len() as isize,
-            Some(tier_callback),
-            data.cast(),
-            &mut f,
-        )
-    };
-    if status != sys::Status::napi_ok {
-        // SAFETY: never handed to N-API.
-        drop(unsafe { Box::from_raw(data) });
-        return Err(Error::from_reason(format!(
-            "claw-identity: cannot create {name}()"
-        )));
-    }
-    // SAFETY: `f` is a live function of this env; the finalizer owns `data`.
-    let status = unsafe {
-        sys::napi_add_finalizer(
-            env.raw(),
-            f,
-            data.cast(),
-            Some(free_tier_data),
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-        )
-    };
-    if status != sys::Status::napi_ok {
-        return Err(Error::from_reason(format!(
-            "claw-identity: cannot create {name}()"
-        )));
-    }
-    // SAFETY: `f` was just made in this env.
-    Ok(unsafe { Js::from_raw(env.raw(), f) })
 }
 
 fn data(
@@ -322,60 +222,21 @@ pub fn pair(env: &Env) -> Result<Js<'_>> {
 /// result can't be walked, and OpenClaw then replaces it with an error: no
 /// token gets through. A raw callback, as it runs on every tool result.
 pub fn redactor(env: &Env) -> Result<Js<'_>> {
-    let state: *const ThreadState = ThreadState::of(env)?;
-    let name = "redactToolResult";
-    let mut f = std::ptr::null_mut();
-    // SAFETY: a plain N-API call; `state` lives in this env's instance data,
-    // as long as any function of the env.
-    let status = unsafe {
-        sys::napi_create_function(
-            env.raw(),
-            name.as_ptr().cast(),
-            name.len() as isize,
-            Some(redact_callback),
-            state as *mut std::ffi::c_void,
-            &mut f,
-        )
-    };
-    if status != sys::Status::napi_ok {
-        return Err(Error::from_reason(
-            "claw-identity: cannot create redactToolResult()",
-        ));
-    }
-    // SAFETY: `f` was just made in this env.
-    Ok(unsafe { Js::from_raw(env.raw(), f) })
+    make(env, "redactToolResult", Redact(ThreadState::of(env)?))
 }
 
-unsafe extern "C" fn redact_callback(
-    env: sys::napi_env,
-    info: sys::napi_callback_info,
-) -> sys::napi_value {
-    let (mut argc, mut argv, mut data) = (2usize, [std::ptr::null_mut(); 2], std::ptr::null_mut());
-    // SAFETY: `info` is this callback's; N-API fills missing args with undefined.
-    let status = unsafe {
-        sys::napi_get_cb_info(
-            env,
-            info,
-            &mut argc,
-            argv.as_mut_ptr(),
-            std::ptr::null_mut(),
-            &mut data,
-        )
-    };
-    if status != sys::Status::napi_ok || data.is_null() {
-        return throw(env, "cannot read the middleware's arguments");
-    }
-    // SAFETY: `data` is the env's `ThreadState` (`redactor`).
-    let state = unsafe { &*(data as *const ThreadState) };
-    let env = Env::from_raw(env);
-    let r = catch_unwind(AssertUnwindSafe(|| -> Result<sys::napi_value> {
+/// `redactToolResult`'s data: the layer in force on this JS thread.
+struct Redact(&'static ThreadState);
+
+impl Callback for Redact {
+    const WHAT: &'static str = "the middleware's arguments";
+
+    fn call<'e>(&self, env: &'e Env, event: Js<'e>, ctx: Js<'e>) -> Result<Option<Js<'e>>> {
         let raw = env.raw();
-        let layer = state.layer(&env)?;
+        let layer = self.0.layer(env)?;
         let redactor = layer.layer.redactor();
-        // SAFETY: the arguments are live for this callback.
-        let (event, ctx) = unsafe { (Js::from_raw(raw, argv[0]), Js::from_raw(raw, argv[1])) };
         let Some(result) = event.get(c"result")? else {
-            return Ok(Js::undefined_in(&env)?.raw());
+            return Ok(None);
         };
         let mut hits = Hits::default();
         let clean = super::params::redact(raw, result, &redactor, 0, &mut hits)?;
@@ -383,20 +244,13 @@ unsafe extern "C" fn redact_callback(
             // The middleware's ctx names the agent, its event the tool
             // (`createAgentToolResultMiddlewareRunner`, `tool-result-middleware-*.mjs`).
             let (agent, tool) = (ctx.get(c"agentId")?, event.get(c"toolName")?);
-            layer.note_redaction(&env, agent, tool, "tool result", &hits)?;
+            layer.note_redaction(env, agent, tool, "tool result", &hits)?;
         }
-        Ok(match clean {
-            None => Js::undefined_in(&env)?.raw(),
-            Some(clean) => {
-                let out = Js::object(raw)?;
-                out.define(&[(Js::string(raw, "result")?, clean)])?;
-                out.raw()
-            }
-        })
-    }));
-    match r {
-        Ok(Ok(v)) => v,
-        Ok(Err(e)) => throw(env.raw(), &e.reason),
-        Err(_) => throw(env.raw(), "a panic"),
+        let Some(clean) = clean else {
+            return Ok(None);
+        };
+        let out = Js::object(raw)?;
+        out.define(&[(Js::string(raw, "result")?, clean)])?;
+        Ok(Some(out))
     }
 }
