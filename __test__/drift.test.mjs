@@ -85,7 +85,7 @@ test('the pinned OpenClaw is in step with the manifest', () => {
 
 test('a changed mirrored function fails the check, naming the function and its mirror', () => {
   const entry = manifest.functions.find((f) => f.name === 'resolveUserPath');
-  assert.ok(entry.mirrors.includes('core/src/paths.rs'));
+  assert.ok(entry.mirrors.includes('core/src/openclaw/paths.rs'));
   const dist = distWithAlteredFunction(chunkDefining('home-dir-*.mjs', 'resolveUserPath'), 'resolveUserPath');
   const r = check('--dist', dist);
   assert.equal(r.status, 1, r.lines.join('\n') + r.stderr);
@@ -94,7 +94,7 @@ test('a changed mirrored function fails the check, naming the function and its m
   assert.equal(drifts.length, 1, drifts.join('\n'));
   assert.match(
     drifts[0],
-    /^OpenClaw's `resolveUserPath` \(dist\/home-dir-\*\.mjs[^)]*\) changed since the mirror was written: re-read [^,]*core\/src\/paths\.rs/,
+    /^OpenClaw's `resolveUserPath` \(dist\/home-dir-\*\.mjs[^)]*\) changed since the mirror was written: re-read [^,]*core\/src\/openclaw\/paths\.rs/,
   );
   assert.match(drifts[0], /then run `node scripts\/openclaw-drift\.mjs --write`$/);
   assert.match(r.lines.at(-1), /^openclaw-drift: 1 to settle/);
