@@ -1,6 +1,10 @@
 // The claw-identity command: doctor's exact output on a healthy map and on
-// each kind of broken one, explain (the same decision as the hook), write-map,
-// help and exit codes. Every byte the command prints goes to the leak guard.
+// broken ones, explain (the same decision as the hook), write-map, help and
+// exit codes. The findings themselves (gate refusals, parser verdicts, option
+// and config errors) are pinned by the Rust tests in core/src/ops and
+// core/src/token_map; here, what the command adds: arguments, the layout it
+// prints, stdout/stderr and exit codes. Every byte the command prints goes to
+// the leak guard.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -215,43 +219,6 @@ test("doctor on bad JSON: the parser's position, exit 1", () => {
   );
 });
 
-test('doctor on a map others can read: the chmod, exit 1', () => {
-  const { map } = healthy();
-  fs.chmodSync(map, 0o644);
-  const r = cli(['doctor', '--map', map]);
-  assert.equal(r.code, 1);
-  assert.equal(
-    r.stdout,
-    header(map) +
-      `FAIL  map file: ${map}: is readable by group or others (mode 0644); refusing to load it\n` +
-      `      fix: chmod 600 ${map}, or set allowGroupReadable for a Kubernetes secret volume\n` +
-      'skip  map content: not checked: the plugin cannot read the file\n' +
-      '\n' +
-      'agents: none (no map loaded)\n' +
-      '\n' +
-      ONE_PROBLEM,
-  );
-});
-
-test('doctor on a map in a directory others can write: the chmod of the directory, exit 1', () => {
-  const { dir, map } = healthy();
-  fs.chmodSync(dir, 0o777);
-  const r = cli(['doctor', '--map', map]);
-  fs.chmodSync(dir, 0o700);
-  assert.equal(r.code, 1);
-  assert.equal(
-    r.stdout,
-    header(map) +
-      `FAIL  map file: ${dir}: directory is writable by group or others (mode 0777); refusing to load it\n` +
-      `      fix: chmod go-w ${dir}\n` +
-      'skip  map content: not checked: the plugin cannot read the file\n' +
-      '\n' +
-      'agents: none (no map loaded)\n' +
-      '\n' +
-      ONE_PROBLEM,
-  );
-});
-
 test('doctor on bad entries: one problem per entry, valid agents still listed, exit 1', () => {
   const { map } = healthy();
   const good = randomToken();
@@ -277,24 +244,6 @@ test('doctor on bad entries: one problem per entry, valid agents still listed, e
       '3 problems stop token injection; fix them and run doctor again\n',
   );
   assertNoTokenIn(r.stdout);
-});
-
-test('doctor on duplicate keys: the whole map is refused, exit 1', () => {
-  const { map } = healthy();
-  writeMap(map, `{"${FRANCIS}": "${randomToken()}", "${FRANCIS}": "${randomToken()}"}`);
-  const r = cli(['doctor', '--map', map]);
-  assert.equal(r.code, 1);
-  assert.equal(
-    r.stdout,
-    header(map) +
-      gateOk() +
-      `FAIL  map content: not a valid token map: agent id "${FRANCIS}" appears more than once (ambiguous owner); remove the duplicate at line 1 column 170; expected a JSON object {"<agentId>": "<64 hex token>"}\n` +
-      '      fix: keep one entry per agent: with two, nobody can tell which token the agent holds; claw-identity write-map refuses duplicates\n' +
-      '\n' +
-      'agents: none (no map loaded)\n' +
-      '\n' +
-      ONE_PROBLEM,
-  );
 });
 
 test('doctor on an empty map: no agent gets a token, exit 1', () => {
@@ -405,23 +354,6 @@ test('doctor on configured agents without a token: each named, listed as (no tok
       '\n' +
       '1 problem stops token injection (1 warning); fix it and run doctor again\n',
   );
-});
-
-test('doctor on an invalid plugin config: the option named, and the map still checked', () => {
-  const { dir, map } = healthy();
-  const cfg = config(dir, `{ plugins: { entries: { "claw-identity": { enabled: true, config: { tokenMapPath: "${map}", tokenMap: "x" } } } } }`);
-  const r = cli(['doctor', '--config', cfg, '--map', map]);
-  assert.equal(r.code, 1);
-  assert.match(r.stdout, /^FAIL {2}plugin config: plugins\.entries\.claw-identity\.config is invalid: unknown option "tokenMap"; known options are /m);
-  assert.ok(r.stdout.includes(gateOk()), r.stdout);
-});
-
-test('doctor on an unreadable config: a problem with the file named, not a crash', () => {
-  const { dir, map } = healthy();
-  const cfg = config(dir, '{ plugins: ');
-  const r = cli(['doctor', '--config', cfg, '--map', map]);
-  assert.equal(r.code, 1);
-  assert.match(r.stdout, new RegExp(`^FAIL {2}config: ${cfg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: not valid JSON5: `, 'm'));
 });
 
 test('doctor warns about a temporary file left by a writer that died', () => {
@@ -612,39 +544,6 @@ test('explain shows a block with the reason the model would read, exit 1', () =>
   );
 });
 
-test('explain on a tool that carries no token: pass, no rule, exit 0', () => {
-  const { map } = healthy();
-  const r = cli(['explain', '--map', map, '--agent', FRANCIS, '--tool', 'exec']);
-  assert.equal(r.code, 0);
-  assert.equal(
-    r.stdout,
-    'claw-identity explain\n' +
-      '  tool      exec\n' +
-      `  agent     ${FRANCIS}\n` +
-      `  map       ${map} (loaded, 2 agents)\n` +
-      '  token     not-needed: exec does not start with "claw-os__"\n' +
-      '  decision  pass\n' +
-      '  rule      (none)\n' +
-      '  why       no rule changes this call; it runs as the model wrote it\n',
-  );
-});
-
-test("explain on a map the plugin cannot load: the gate's reason, and no token, exit 1", () => {
-  const { map } = healthy();
-  fs.chmodSync(map, 0o640);
-  const r = cli(['explain', '--map', map, '--agent', FRANCIS, '--tool', 'claw-os__claw_notes']);
-  assert.equal(r.code, 1);
-  const lines = r.stdout.split('\n');
-  assert.ok(
-    lines.includes(
-      `  map       ${map} (not loaded: ${map}: is readable by group or others (mode 0640); refusing to load it (fix: chmod 600 ${map}, or set allowGroupReadable for a Kubernetes secret volume))`,
-    ),
-    r.stdout,
-  );
-  assert.ok(lines.includes('  token     missing: the map could not be loaded, so no agent has a token'), r.stdout);
-  assert.ok(lines.includes('  decision  pass'), r.stdout);
-});
-
 test('explain with an invalid plugin config says so, exit 1', () => {
   const { dir, map } = healthy();
   const cfg = config(dir, `{ plugins: { entries: { "claw-identity": { config: { tokenMapPath: "${map}", prefix: "x" } } } } }`);
@@ -712,16 +611,6 @@ test('write-map refuses an invalid map, names the entries, writes nothing, exit 
   assertNoTokenIn(r.stderr);
 });
 
-test('write-map refuses duplicate agent ids in its input', () => {
-  const map = path.join(tempDir(), 'agent-tokens.json');
-  const r = cli(['write-map', '--map', map, '--from', '-'], {
-    input: `{"${FRANCIS}": "${randomToken()}", "${FRANCIS}": "${randomToken()}"}`,
-  });
-  assert.equal(r.code, 1);
-  assert.match(r.stderr, /agent id "paco--francis" appears more than once/);
-  assert.equal(fs.existsSync(map), false);
-});
-
 test('write-map usage errors exit 2', () => {
   const dir = tempDir();
   let r = cli(['write-map', '--map', path.join(dir, 'm.json')]);
@@ -779,28 +668,6 @@ test('audit prints the security findings for a config, each with its fix, most s
   const usage = cli(['audit']);
   assert.equal(usage.code, 2);
   assert.match(usage.stderr, /^claw-identity audit: missing --config\n/);
-});
-
-test('doctor names a toolPrefix that can never match a tool, and why', () => {
-  const { dir, map } = healthy();
-  const cfg = config(
-    dir,
-    JSON.stringify({ plugins: { entries: { 'claw-identity': { enabled: true, config: { tokenMapPath: map, toolPrefix: ['claw-os__', 'Claw OS__'] } } } } }),
-  );
-  const r = cli(['doctor', '--config', cfg]);
-  assert.equal(r.code, 1, r.stdout);
-  assert.ok(
-    r.stdout.includes(
-      `FAIL  plugin config: plugins.entries.claw-identity.config is invalid: toolPrefix "Claw OS__" ("claw os__" as OpenClaw compares tool ids) can never match an MCP tool: it holds ' ', and OpenClaw's MCP tool ids hold only letters, digits, _ and - (it turns anything else in a server or tool name into -)\n`,
-    ),
-    r.stdout,
-  );
-  // A prefix in another case is the same prefix: valid.
-  const ok = config(
-    dir,
-    JSON.stringify({ plugins: { entries: { 'claw-identity': { enabled: true, config: { tokenMapPath: map, toolPrefix: 'Claw-OS__' } } } } }),
-  );
-  assert.match(cli(['doctor', '--config', ok]).stdout, /ok {4}plugin config: valid/);
 });
 
 test('doctor, audit and explain print no token pasted into an agent id, a bind, an option or a param', () => {

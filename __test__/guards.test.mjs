@@ -71,19 +71,6 @@ test("file: URLs are read as Node's fileURLToPath reads them: a host, a query, a
   s.layer.close();
 });
 
-test("the default agent's relative paths start in agents.defaults.workspace itself", () => {
-  const s = setup({ config: ({ workspace }) => ({ agents: { defaults: { workspace }, entries: { [FRANCIS]: { default: true }, 'paco--dali': {} } } }) });
-  const rel = '../.config/micelclaw/agent-tokens.json';
-  for (const [tool, params] of [
-    ['read', { path: rel }],
-    ['edit', { path: rel, edits: [] }],
-    ['write', { path: rel, content: '{}' }],
-  ]) {
-    refused(call(s.layer, tool, params), 'map-access', tool);
-  }
-  s.layer.close();
-});
-
 test("a child spawned with a cwd works there: its relative paths are checked against its session's spawned cwd", () => {
   const child = `agent:${FRANCIS}:subagent:1`;
   const dirOf = {};
@@ -103,49 +90,6 @@ test("a child spawned with a cwd works there: its relative paths are checked aga
   }
   // The spawn itself, with its cwd in the map's directory, is refused too.
   refused(call(s.layer, 'sessions_spawn', { task: 't', cwd: s.dir }), 'map-access', 'sessions_spawn cwd');
-  s.layer.close();
-});
-
-test('grep with no path (or "") searches its cwd, and may not from above the map', () => {
-  const s = setup({ config: () => ({ agents: { entries: { [FRANCIS]: { cwd: path.dirname(path.dirname(path.dirname(path.join(tempDir(), 'x')))) } } } }) });
-  s.layer.close();
-  const home = setup({ config: ({ workspace }) => ({ agents: { entries: { [FRANCIS]: { workspace, cwd: path.dirname(workspace) } } } }) });
-  refused(call(home.layer, 'grep', { pattern: 'x' }), 'map-access', 'grep without a path');
-  refused(call(home.layer, 'grep', { pattern: 'x', path: '' }), 'map-access', 'grep with ""');
-  home.layer.close();
-});
-
-test("the map's location is refused while its directory is missing", () => {
-  const s = setup();
-  fs.rmSync(s.dir, { recursive: true });
-  refused(call(s.layer, 'write', { path: s.file, content: '{}' }), 'map-access', 'write');
-  refused(call(s.layer, 'apply_patch', { input: `*** Begin Patch\n*** Add File: ${s.file}\n+{}\n*** End Patch` }), 'map-access', 'apply_patch Add File');
-  s.layer.close();
-});
-
-test("a symlinked map's real directory is guarded like its configured one", () => {
-  const s = setup();
-  const real = tempDir();
-  const target = path.join(real, 'tokens.json');
-  fs.renameSync(s.file, target);
-  fs.symlinkSync(target, s.file);
-  s.layer.close();
-  const linked = new IdentityLayer({ tokenMapPath: s.file, logger: captureLogger().logger });
-  for (const [tool, params] of [
-    ['ls', { path: real }],
-    ['grep', { pattern: 'x', path: real }],
-    ['write', { path: path.join(real, 'other.json'), content: '{}' }],
-  ]) {
-    refused(call(linked, tool, params), 'map-access', tool);
-  }
-  linked.close();
-});
-
-test('apply_patch headers after a U+FEFF (which JS trim() takes off) are checked', () => {
-  const s = setup();
-  for (const header of [`\uFEFF*** Delete File: ${s.file}`, `\uFEFF*** Add File: ${s.file}\n+{}`, `*** Update File: a.txt\n\uFEFF*** Move to: ${s.file}`]) {
-    refused(call(s.layer, 'apply_patch', { input: `*** Begin Patch\n${header}\n*** End Patch` }), 'map-access', JSON.stringify(header));
-  }
   s.layer.close();
 });
 
@@ -216,22 +160,6 @@ test("the layer's own controls are out of the agents' tools' reach: OpenClaw's c
   s.layer.close();
 });
 
-/** With the environment variables `vars` set (undefined: unset), run `f`. */
-function withEnv(vars, f) {
-  const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
-  const set = (o) => {
-    for (const [k, v] of Object.entries(o))
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-  };
-  set(vars);
-  try {
-    return f();
-  } finally {
-    set(saved);
-  }
-}
-
 test('no agent tool may write a place OpenClaw imports code or reads its start-up from: managed, configured and workspace hooks, its package, the Node binary, every service definition', () => {
   const home = tempDir();
   const state = path.join(home, '.openclaw');
@@ -297,19 +225,6 @@ test('a bare IdentityLayer, with no plugin to tell it, guards its own installed 
   layer.close();
 });
 
-test("the read tool's other spellings of a file name (Unicode spaces, quotes, NFC/NFD) reach a protected file too", () => {
-  const home = tempDir();
-  const state = path.join(home, '.openclaw');
-  fs.mkdirSync(state);
-  const config = path.join(state, 'paco\u2019s caf\u00e9 config.json');
-  fs.writeFileSync(config, '{}');
-  const s = withEnv({ OPENCLAW_STATE_DIR: state, OPENCLAW_CONFIG_PATH: config }, () => setup());
-  for (const name of ["paco's caf\u00e9 config.json", 'paco\u2019s cafe\u0301 config.json', 'paco\u2019s\u00a0caf\u00e9\u3000config.json']) {
-    refused(call(s.layer, 'read', { path: path.join(state, name) }), 'layer-controls', `read ${JSON.stringify(name)}`);
-  }
-  s.layer.close();
-});
-
 test('a path with a NUL in it is refused', () => {
   const s = setup();
   for (const [tool, params] of [
@@ -320,80 +235,6 @@ test('a path with a NUL in it is refused', () => {
   ]) {
     refused(call(s.layer, tool, params), 'map-access', `${tool} with a NUL`);
   }
-  s.layer.close();
-});
-
-test("every param that sets a future run's cwd is checked as a spawn's: suggest_task, Workboard's workspace.path, an automation's cwd", () => {
-  const s = setup({ options: { rules: { layerControls: { enabled: false } } } });
-  for (const [tool, params] of [
-    ['suggest_task', { title: 't', prompt: 'p', tldr: 't', cwd: s.dir }],
-    ['workboard_create', { title: 't', workspace: { kind: 'dir', path: s.dir } }],
-    ['workboard_specify', { id: 'c', workspace: { kind: 'dir', path: s.home } }],
-    ['workboard_decompose', { id: 'c', children: [{ title: 'a', workspace: { kind: 'dir', path: s.dir } }] }],
-    ['workboard_board_create', { id: 'b', defaultWorkspace: { kind: 'dir', path: s.dir } }],
-    ['automations', { action: 'add', kind: 'stream', command: ['cat', 'agent-tokens.json'], cwd: s.dir }],
-  ]) {
-    refused(call(s.layer, tool, params), 'map-access', tool);
-  }
-  s.layer.close();
-});
-
-test('an automation that runs a host process is refused to every agent, read as OpenClaw canonicalizes it', () => {
-  const s = setup({ config: ({ workspace }) => ({ agents: { entries: { [FRANCIS]: { workspace, sandbox: { mode: 'all' } } } } }) });
-  for (const params of [
-    { action: 'add', job: { schedule: { kind: 'stream', command: ['cat', s.file] }, payload: { kind: 'agentTurn', message: 'm' } } },
-    { action: 'add', kind: 'stream', command: ['cat', s.file], message: 'summarize' },
-    { action: 'add', job: {}, command: `cat ${s.file}`, message: 'm' },
-    { action: 'add', job: { schedule: { kind: 'On-Exit', command: 'true' }, message: 'm' } },
-    { action: 'add', job: { data: { payload: { kind: 'command', argv: ['sh'] } } } },
-    { action: 'add', job: { script: 'return 1', everyMs: 60000 } },
-    { action: 'add', job: { trigger: { script: 'return {fire:true}' }, everyMs: 60000, message: 'm' } },
-    { action: 'update', jobId: 'j', job: { payload: { argv: ['sh', '-c', 'x'] } } },
-  ]) {
-    refused(call(s.layer, 'automations', params), 'layer-controls', JSON.stringify(params).slice(0, 80));
-  }
-  // A job for another user's agent, however it is written, is cross-user.
-  for (const params of [
-    { action: 'add', job: { sessionTarget: 'session:agent:pepito--atlas:main', message: 'm' } },
-    { action: 'add', agentId: 'pepito--atlas', message: 'm', everyMs: 60000 },
-  ]) {
-    refused(call(s.layer, 'automations', params), 'cross-user-send', JSON.stringify(params).slice(0, 80));
-  }
-  assert.equal(call(s.layer, 'automations', { action: 'add', message: 'm', everyMs: 60000 }), undefined);
-  s.layer.close();
-});
-
-test('a token cut at the edge of a result shows at most 16 of its digits, wherever the cut falls', () => {
-  const s = setup();
-  configure({ tokenMapPath: s.file, logger: captureLogger().logger });
-  const t = s.tokens[FRANCIS];
-  for (const piece of [t.slice(1), t.slice(0, 63), t.slice(10, 40), t.slice(0, 17), t.slice(47)]) {
-    for (const text of [piece, `x${piece}`, `${piece}y`, `deadbeef ${piece.toUpperCase()} cafe`]) {
-      const r = redactToolResult({ toolName: 'read', result: { content: [{ type: 'text', text }] } });
-      const out = r?.result?.content?.[0]?.text ?? text;
-      assertNoTokenIn(out);
-      assert.ok(out.includes(`sha256:${fingerprint(t)}`), out);
-    }
-  }
-  s.layer.close();
-});
-
-test('the tokens of a map the layer refuses (a duplicate id, a shared token, unsafe permissions) are redacted too', async () => {
-  const s = setup();
-  const layer = configure({ tokenMapPath: s.file, logger: captureLogger().logger });
-  const shared = randomToken();
-  fs.writeFileSync(s.file, JSON.stringify({ a: shared, b: shared }));
-  // The watcher may see the write half done first (refused too, with no
-  // whole token in it): wait for the redaction, not for the first refusal.
-  const redacted = () => redactToolResult({ toolName: 'exec', result: { content: [{ type: 'text', text: shared }] } });
-  await waitFor(() => redacted() !== undefined, { what: "the refused map's token redacted" });
-  assert.ok(layer.stats().lastError, 'the map with a shared token was not refused');
-  assert.equal(redacted().result.content[0].text, `sha256:${fingerprint(shared)}`);
-  const unsafe = randomToken();
-  writeMap(s.file, { a: unsafe }, 0o666);
-  await waitFor(() => redactToolResult({ toolName: 'exec', result: { content: [{ type: 'text', text: unsafe }] } }) !== undefined, {
-    what: "the unsafe map's token redacted",
-  });
   s.layer.close();
 });
 

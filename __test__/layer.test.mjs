@@ -28,13 +28,6 @@ test("an owned tool gets the calling agent's token, whatever the model wrote", (
   layer.close();
 });
 
-test('each agent gets its own token', () => {
-  const { layer, tokens } = setup();
-  assert.equal(layer.beforeToolCall(notes(), { agentId: DALI }).params.auth_token, tokens[DALI]);
-  assert.equal(layer.beforeToolCall(notes(), { agentId: FRANCIS }).params.auth_token, tokens[FRANCIS]);
-  layer.close();
-});
-
 test('the rewrite keeps every own property of params and does not mutate the event', () => {
   const { layer, tokens } = setup();
   const sym = Symbol('s');
@@ -126,12 +119,6 @@ test('onMissingToken "block" blocks with a reason naming the rule, the agent and
   assert.equal(noAgent.block, true);
   assert.match(noAgent.blockReason, /^auth-token: .*no calling agent id/);
   assert.equal(layer.stats().blocked, 2);
-  layer.close();
-});
-
-test('onMissingToken "block" still injects for agents in the map', () => {
-  const { layer, tokens } = setup({ onMissingToken: 'block' });
-  assert.equal(layer.beforeToolCall(notes(), { agentId: FRANCIS }).params.auth_token, tokens[FRANCIS]);
   layer.close();
 });
 
@@ -243,20 +230,6 @@ test('toolPrefix may be a list, and tokenParam renames the parameter', () => {
   layer.close();
 });
 
-test('toolPrefix is compared as OpenClaw names tools (trimmed, lowercased), and one that can never match is refused, saying why', () => {
-  const { layer, tokens } = setup({ toolPrefix: ' Claw-OS__' });
-  assert.equal(layer.beforeToolCall(notes(), { agentId: DALI }).params.auth_token, tokens[DALI]);
-  layer.close();
-  for (const [prefix, why] of [
-    ['claw os__', /toolPrefix "claw os__" \("claw os__" as OpenClaw compares tool ids\) can never match an MCP tool: it holds ' '/],
-    ['Claw.OS__', /"claw\.os__" as OpenClaw compares tool ids.*holds '\.'/],
-    ['_claw__', /does not start with a letter/],
-    [`${'s'.repeat(31)}__`, /longer than the 30 characters OpenClaw keeps/],
-  ]) {
-    assert.throws(() => new IdentityLayer({ toolPrefix: ['claw-os__', prefix] }), why, prefix);
-  }
-});
-
 test('unknown options are an error that names every one of them', () => {
   assert.throws(
     () => new IdentityLayer({ tokenMap: 'x', prefix: 'y' }),
@@ -347,6 +320,7 @@ test('close() stops the watcher and watch() starts it again, reading the map fir
   const token = () => layer.beforeToolCall(notes(), { agentId: FRANCIS }).params.auth_token;
   assert.notEqual(layer.stats().watcher, 'closed');
   layer.close();
+  layer.close(); // idempotent
   assert.equal(layer.stats().watcher, 'closed');
   const t2 = randomToken();
   writeMapAtomic(file, { [FRANCIS]: t2 });

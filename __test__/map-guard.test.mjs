@@ -54,12 +54,6 @@ test('the file tools are refused the map and its directory, however the path is 
   s.layer.close();
 });
 
-test('protectMap "off" leaves the file tools alone', () => {
-  const s = setup({ protectMap: 'off' });
-  assert.equal(call(s.layer, 'read', { path: s.file }), undefined);
-  s.layer.close();
-});
-
 test('a tool result holding tokens reaches the model with fingerprints, in any letter case and any depth', () => {
   const s = setup();
   configure({ tokenMapPath: s.file, logger: captureLogger().logger });
@@ -96,34 +90,6 @@ test('a token pasted into a message for another agent is taken out before it is 
   const own = call(s.layer, 'sessions_spawn', { task: `check ${pasted.toUpperCase()}` });
   assert.equal(own.params.task, `check sha256:${fingerprint(pasted)}`);
   assert.equal(call(s.layer, 'sessions_spawn', { task: 'no token' }), undefined);
-  s.layer.close();
-});
-
-test('the oracle attack through the middleware: 16 known digits and a guessed 17th come back the same for every guess', () => {
-  const s = setup();
-  const log = captureLogger();
-  configure({ tokenMapPath: s.file, logger: log.logger });
-  const t = s.tokens[DALI];
-  const seen = (text) => {
-    const r = redactToolResult({ toolName: 'exec', result: { content: [{ type: 'text', text: `echo ${text}` }] } }, { agentId: FRANCIS });
-    return r === undefined ? null : r.result.content[0].text;
-  };
-  const guesses = (known, after = true) => [...'0123456789abcdef'].map((g) => seen(after ? `${known}${g}` : `${g}${known}`));
-  const distinct = (views) => new Set(views).size;
-  for (const from of [0, 20, 47]) {
-    // 16 known digits: every echo is the fingerprint alone, right guess or wrong.
-    for (const after of [true, false]) {
-      const views = guesses(t.slice(from, from + 16), after);
-      assert.equal(distinct(views), 1, `${from} ${after}: ${views}`);
-      assert.equal(views[0], `echo sha256:${fingerprint(t)}`);
-    }
-    // Fewer than 15: nothing is redacted, whatever the guess.
-    for (const j of [0, 8, 14]) assert.deepEqual(guesses(t.slice(from, from + j)), Array(16).fill(null), `${from} ${j}`);
-  }
-  // 15 known digits are the threshold (docs/threat-model.md): the right guess alone goes.
-  const gone = guesses(t.slice(10, 25)).flatMap((v, i) => (v === null ? [] : [i]));
-  assert.equal(gone.length, 1, 'not exactly one guess went');
-  assert.ok('0123456789abcdef'[gone[0]] === t[25], 'a wrong guess went');
   s.layer.close();
 });
 
