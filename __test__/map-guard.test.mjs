@@ -54,6 +54,23 @@ test('the file tools are refused the map and its directory, however the path is 
   s.layer.close();
 });
 
+test('event.derivedPaths, the paths OpenClaw derived from the params for the policy tier, are checked too', () => {
+  const s = setup();
+  const ctx = { agentId: FRANCIS, sessionKey: MAIN };
+  const target = path.join(s.workspace, 'ok.md');
+  const params = { input: `*** Begin Patch\n*** Add File: ${target}\n+x\n*** End Patch` };
+  const patch = (derivedPaths) => s.layer.beforeToolCall({ toolName: 'apply_patch', params, derivedPaths }, ctx);
+  assert.equal(patch(undefined), undefined, 'the patch alone writes in the workspace');
+  assert.equal(patch([target]), undefined, 'a derived path in the workspace');
+  const r = patch([target, s.file]);
+  assert.equal(r?.block, true, 'a derived path that is the map');
+  assert.match(r.blockReason, /^map-access: /);
+  assertNoTokenIn(r.blockReason);
+  assert.equal(patch([42, null, { path: s.file }]), undefined, 'entries that are not strings are dropped');
+  assert.equal(patch(s.file), undefined, 'a derivedPaths that is not a list is ignored');
+  s.layer.close();
+});
+
 test('a tool result holding tokens reaches the model with fingerprints, in any letter case and any depth', () => {
   const s = setup();
   configure({ tokenMapPath: s.file, logger: captureLogger().logger });

@@ -74,8 +74,9 @@ pub fn expand_tilde(p: &str, home: Option<&Path>) -> PathBuf {
     }
 }
 
-/// `resolveUserPath` (`home-dir-*.mjs`): trim, `~` onto the
-/// effective home, `path.resolve` against the process's cwd.
+/// `resolveUserPath` (`home-dir-*.mjs`), which hands its input to
+/// `resolveHomeRelativePath`: trim, `~` onto the effective home
+/// (`resolveRequiredHomeDir`), `path.resolve` against the process's cwd.
 pub fn resolve_user_path(p: &str) -> PathBuf {
     let cwd = process_cwd();
     resolve(&cwd, &expand_tilde(js_trim(p), effective_home().as_deref()))
