@@ -10,7 +10,7 @@ use arbitrary::Arbitrary;
 use claw_identity_core::engine::Engine;
 use claw_identity_core::options::Options;
 use claw_identity_core::redact::results::Redactor;
-use claw_identity_core::rules::{MapView, Params, Patch, ToolCall, Verdict};
+use claw_identity_core::rules::{Decision, MapView, Params, Patch, ToolCall, Verdict};
 use claw_identity_core::sessions::NoHost;
 use claw_identity_core::token_map::parse;
 use libfuzzer_sys::fuzz_target;
@@ -102,7 +102,12 @@ fuzz_target!(|input: Input| {
         stale: input.stale,
         redactor: Some(&redactor),
     };
-    let d = engine.decide(&call, &view, &NoHost);
+    // As the hook does: route the call once and decide it by its row; a
+    // tool no row names passes untouched.
+    let d = match engine.route(call.tool) {
+        Some(route) => engine.decide(route, &call, &view, &NoHost),
+        None => Decision::pass(),
+    };
 
     // What the caller sent may legitimately come back in a rewrite.
     let sent = format!(
