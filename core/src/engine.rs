@@ -228,7 +228,7 @@ impl Engine {
 mod tests {
     use super::*;
     use crate::rules::Params;
-    use crate::testing::T1;
+    use crate::testing::{decide_on, empty_map, engine, pp, rules_engine, T1};
     use crate::token_map::{parse, TokenMap};
     use serde_json::Value;
 
@@ -237,10 +237,6 @@ mod tests {
         d.patch()
             .map(|p| p.entries(e.options()).0)
             .unwrap_or_default()
-    }
-
-    fn engine(json: &str) -> Engine {
-        Engine::new(Options::from_json(json).unwrap())
     }
 
     #[test]
@@ -322,51 +318,6 @@ mod tests {
     use serde_json::json;
 
     const FRANCIS_MAIN: &str = "agent:paco--francis:main";
-
-    fn rules_engine(rules: serde_json::Value) -> Engine {
-        engine(&json!({"tokenMapPath": "/m.json", "rules": rules}).to_string())
-    }
-
-    fn decide_on<'m>(
-        e: &Engine,
-        map: &'m TokenMap,
-        tool: &'m str,
-        agent: Option<&'m str>,
-        session: Option<&'m str>,
-        params: &'m Params,
-    ) -> Decision<'m> {
-        let call = ToolCall {
-            tool,
-            agent_id: agent,
-            session_key: session,
-            params,
-            derived_paths: &[],
-        };
-        e.decide_call(
-            &call,
-            &MapView {
-                map,
-                generation: 0,
-                loaded: true,
-                stale: false,
-                redactor: None,
-            },
-            &crate::sessions::NoHost,
-        )
-    }
-
-    fn empty_map() -> &'static TokenMap {
-        Box::leak(Box::new(TokenMap::default()))
-    }
-
-    fn p(v: serde_json::Value) -> Params {
-        v.as_object().unwrap().clone()
-    }
-
-    /// `p`, borrowed for the whole test (a decision borrows its call's params).
-    fn pp(v: serde_json::Value) -> &'static Params {
-        Box::leak(Box::new(p(v)))
-    }
 
     /// Not a token of any map: what a model might paste into a param.
     const PASTED: &str = "9F86D081884C7D659A2FEAA0C55AD015A3BF4F1B2B0B822CD15D6C15B0F00A08";

@@ -1,11 +1,16 @@
 //! What the tests share, the unit tests and `core/tests/` alike (those turn
-//! the cargo feature `testing` on): the test tokens and a private temporary
-//! directory that is removed with everything in it when dropped. Not part of
-//! the addon's build.
+//! the cargo feature `testing` on): the test tokens, a private temporary
+//! directory that is removed with everything in it when dropped, and an
+//! engine with a call to decide. Not part of the addon's build.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::engine::Engine;
+use crate::options::Options;
+use crate::rules::{Decision, MapView, Params, ToolCall};
+use crate::token_map::TokenMap;
 
 /// Tokens of the maps the tests write: 64 hex characters, as a real one.
 pub const T1: &str = "1111111111111111111111111111111111111111111111111111111111111111";
@@ -83,4 +88,57 @@ pub fn write(path: &Path, content: impl AsRef<[u8]>, mode: u32) {
 /// Sets the permission bits of `path`.
 pub fn set_mode(path: &Path, mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// An engine with the options `json`.
+pub fn engine(json: &str) -> Engine {
+    Engine::new(Options::from_json(json).unwrap())
+}
+
+/// An engine with the map `/m.json` and the `rules` option `rules`.
+pub fn rules_engine(rules: serde_json::Value) -> Engine {
+    engine(&serde_json::json!({"tokenMapPath": "/m.json", "rules": rules}).to_string())
+}
+
+/// Routes and decides one call on `map` (loaded, fresh), with no host.
+pub fn decide_on<'m>(
+    e: &Engine,
+    map: &'m TokenMap,
+    tool: &'m str,
+    agent: Option<&'m str>,
+    session: Option<&'m str>,
+    params: &'m Params,
+) -> Decision<'m> {
+    let call = ToolCall {
+        tool,
+        agent_id: agent,
+        session_key: session,
+        params,
+        derived_paths: &[],
+    };
+    e.decide_call(
+        &call,
+        &MapView {
+            map,
+            generation: 0,
+            loaded: true,
+            stale: false,
+            redactor: None,
+        },
+        &crate::sessions::NoHost,
+    )
+}
+
+pub fn empty_map() -> &'static TokenMap {
+    Box::leak(Box::new(TokenMap::default()))
+}
+
+/// Params from a JSON object.
+pub fn p(v: serde_json::Value) -> Params {
+    v.as_object().unwrap().clone()
+}
+
+/// `p`, borrowed for the whole test (a decision borrows its call's params).
+pub fn pp(v: serde_json::Value) -> &'static Params {
+    Box::leak(Box::new(p(v)))
 }

@@ -7,11 +7,8 @@
 //! (feature `testing`).
 
 use claw_identity_core::engine::{Engine, SessionRef};
-use claw_identity_core::options::Options;
-use claw_identity_core::rules::{
-    delegation_session, map_access, Decision, MapView, Params, ToolCall, Verdict,
-};
-use claw_identity_core::testing::{TempDir, T1};
+use claw_identity_core::rules::{delegation_session, map_access, Decision, Params, Verdict};
+use claw_identity_core::testing::{decide_on, empty_map, engine, p, pp, rules_engine, TempDir, T1};
 use claw_identity_core::token_map::{parse, TokenMap};
 use serde_json::{json, Value};
 
@@ -26,56 +23,7 @@ fn needs_params(e: &Engine, tool: &str) -> bool {
     e.route(tool).is_some_and(|r| !r.reads.is_empty())
 }
 
-fn engine(json: &str) -> Engine {
-    Engine::new(Options::from_json(json).unwrap())
-}
-
 const FRANCIS_MAIN: &str = "agent:paco--francis:main";
-
-fn rules_engine(rules: serde_json::Value) -> Engine {
-    engine(&json!({"tokenMapPath": "/m.json", "rules": rules}).to_string())
-}
-
-fn decide_on<'m>(
-    e: &Engine,
-    map: &'m TokenMap,
-    tool: &'m str,
-    agent: Option<&'m str>,
-    session: Option<&'m str>,
-    params: &'m Params,
-) -> Decision<'m> {
-    let call = ToolCall {
-        tool,
-        agent_id: agent,
-        session_key: session,
-        params,
-        derived_paths: &[],
-    };
-    e.decide_call(
-        &call,
-        &MapView {
-            map,
-            generation: 0,
-            loaded: true,
-            stale: false,
-            redactor: None,
-        },
-        &claw_identity_core::sessions::NoHost,
-    )
-}
-
-fn empty_map() -> &'static TokenMap {
-    Box::leak(Box::new(TokenMap::default()))
-}
-
-fn p(v: serde_json::Value) -> Params {
-    v.as_object().unwrap().clone()
-}
-
-/// `p`, borrowed for the whole test (a decision borrows its call's params).
-fn pp(v: serde_json::Value) -> &'static Params {
-    Box::leak(Box::new(p(v)))
-}
 
 /// Deciding again on the params a decision produced (a second tier, a
 /// retried call) must set the same values (or pass), never block.

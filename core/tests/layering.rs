@@ -28,10 +28,16 @@ fn module_of(rel: &str) -> Vec<String> {
 
 /// The code of a file without comments, string contents and its unit tests.
 fn code(text: &str) -> String {
-    let text = match text.find("#[cfg(test)]\nmod ") {
-        Some(i) => &text[..i],
-        None => text,
-    };
+    // A unit-test module, whatever its visibility, and all that follows it.
+    let cut = [
+        "#[cfg(test)]\nmod ",
+        "#[cfg(test)]\npub mod ",
+        "#[cfg(test)]\npub(crate) mod ",
+    ]
+    .iter()
+    .filter_map(|m| text.find(m))
+    .min();
+    let text = &text[..cut.unwrap_or(text.len())];
     let (mut out, mut chars) = (String::with_capacity(text.len()), text.chars().peekable());
     while let Some(c) = chars.next() {
         match c {
@@ -336,7 +342,7 @@ fn the_check_sees_a_circle_through_use_trees_super_and_inline_paths() {
     write("rules/a.rs", "use super::Shared;\npub struct Thing;\n");
     write(
         "rules/mod.rs",
-        "pub mod a;\npub struct Shared;\nfn f() { let _ = crate::low::X; let _s = \"crate::nowhere\"; }\n#[cfg(test)]\nmod tests { use crate::rules::a; }\n",
+        "pub mod a;\npub struct Shared;\nfn f() { let _ = crate::low::X; let _s = \"crate::nowhere\"; }\n#[cfg(test)]\npub(crate) mod tests { use crate::rules::a; }\n",
     );
     let g = graph(&dir);
     let found = circles(&g);
