@@ -34,6 +34,7 @@ export const {
   audit,
   mcpServers,
   explain,
+  startMcpProxy,
   version,
   buildInfo,
 } = built.api;

@@ -27,6 +27,7 @@ export const {
   audit,
   mcpServers,
   explain,
+  startMcpProxy,
   version,
   buildInfo,
 } = built.api;

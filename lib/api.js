@@ -3,6 +3,8 @@
 // arguments. Every decision is made in Rust; nothing here decides.
 import { createRequire } from 'node:module';
 
+import { startProxy } from './proxy.js';
+
 const { version } = createRequire(import.meta.url)('../package.json');
 
 // OpenClaw loads each registration of a plugin from a copy of its own, and a
@@ -114,6 +116,7 @@ export function surface(build, load) {
     audit,
     mcpServers,
     explain,
+    startMcpProxy: ({ logger } = {}) => startProxy({ native, logger }),
     version,
     buildInfo: Object.freeze({ ...build }),
   });

@@ -5,6 +5,8 @@
 // the commands in cli.js, loaded when one of them runs.
 import { createRequire } from 'node:module';
 
+import { proxyService } from './proxy.js';
+
 /** `openclaw claw-identity`, as the manifest declares it for `openclaw --help`. */
 const [COMMAND] = createRequire(import.meta.url)('../openclaw.plugin.json').cliCommands;
 
@@ -75,6 +77,7 @@ export function healthProblem(s) {
  */
 export function registerWatcherService(api, native, configure, current, watchers) {
   if (typeof api.registerService !== 'function') return;
+  const proxy = proxyService(native, api.logger);
   let timer;
   let started = false;
   api.registerService({
@@ -90,6 +93,9 @@ export function registerWatcherService(api, native, configure, current, watchers
         invalid = `the options under ${CONFIG_PREFIX} were not applied: ${err.message.replace(/^claw-identity: /, '')}`;
       }
       current.watch();
+      // The MCP proxy, where the options plan one (lib/proxy.js): started
+      // with the layer that plans it.
+      proxy.start();
       started = true;
       watchers.running += 1;
       let shown = null;
@@ -109,6 +115,7 @@ export function registerWatcherService(api, native, configure, current, watchers
       if (!started) return;
       started = false;
       watchers.running -= 1;
+      proxy.stop();
       // The map in force stays in force; only its watching stops.
       if (watchers.running === 0) current.close();
     },

@@ -14,6 +14,7 @@
 #![deny(clippy::all)]
 
 mod bridge;
+mod proxy;
 
 use std::rc::Rc;
 

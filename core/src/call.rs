@@ -29,6 +29,7 @@ pub mod rule_id {
     pub const TOKEN_TEXT: &str = "token-text";
     pub const WORKBOARD_SCOPE: &str = "workboard-scope";
     pub const POSTURE: &str = "posture";
+    pub const PROXY: &str = "proxy";
 }
 
 /// What a rule sees of one tool call.
@@ -45,6 +46,9 @@ pub struct ToolCall<'a> {
     /// params for the policy tier (apply_patch's targets), when the route
     /// asks for them.
     pub derived_paths: &'a [String],
+    /// `ctx.toolCallId`, read only for a call to a proxied server (its
+    /// handle is bound to it, for the log).
+    pub call_id: Option<&'a str>,
 }
 
 /// Why an owned call has no token to inject.
@@ -85,6 +89,9 @@ pub struct Patch<'a> {
     pub conversation: Slot<Cow<'a, str>>,
     /// Other params, set in this order.
     pub params: Vec<(&'static str, Value)>,
+    /// For a proxied server (`crate::proxy`): what `token` writes instead
+    /// of the token, a single-use handle.
+    pub handle: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -131,7 +138,10 @@ impl<'a> Patch<'a> {
     pub fn entries(&self, opts: &Options) -> (Vec<(String, Value)>, Vec<String>) {
         let (mut set, mut clear) = (Vec::new(), Vec::new());
         match &self.token {
-            Slot::Set(t) => set.push((opts.token_param.clone(), Value::String(t.expose().into()))),
+            Slot::Set(t) => {
+                let value = self.handle.as_deref().unwrap_or(t.expose());
+                set.push((opts.token_param.clone(), Value::String(value.into())))
+            }
             Slot::Clear => clear.push(opts.token_param.clone()),
             Slot::Keep => {}
         }

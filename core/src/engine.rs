@@ -250,6 +250,7 @@ mod tests {
             session_key: None,
             params: &p,
             derived_paths: &[],
+            call_id: None,
         };
         let d = e.decide_call(
             &call,
@@ -276,6 +277,7 @@ mod tests {
             session_key: None,
             params: &p,
             derived_paths: &[],
+            call_id: None,
         };
         let view = MapView {
             map: &map,
@@ -296,6 +298,7 @@ mod tests {
                 token: crate::rules::Slot::Clear,
                 conversation: crate::rules::Slot::Clear,
                 params: vec![],
+                handle: None,
             })
         );
         let d = engine(r#"{"tokenMapPath": "/m.json", "onMissingToken": "block"}"#).decide_call(

@@ -17,6 +17,7 @@ pub mod paths;
 pub mod pipeline;
 pub mod posture;
 pub mod protected;
+pub mod proxy;
 pub mod redact;
 pub mod route;
 pub mod rules;

@@ -41,6 +41,7 @@ pub fn decide<R>(
         for _ in 0..MAX_SESSION_LOOKUPS {
             let d = engine.decide(route, call, view, host);
             let Some(need) = &d.need_session else {
+                let d = crate::proxy::with_handle(layer, call, d);
                 let line = layer.account(call, &d);
                 return f(&d, line.as_ref());
             };

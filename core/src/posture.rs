@@ -1919,6 +1919,7 @@ mod drift_tests {
             session_key: Some("agent:a:main"),
             params: &params,
             derived_paths: &[],
+            call_id: None,
         };
         let d = e.decide_call(&call, &view, &chat);
         matches!(d.verdict, Verdict::Block(_)).then(|| d.rule.unwrap_or(""))

@@ -115,6 +115,7 @@ pub fn decide_on<'m>(
         session_key: session,
         params,
         derived_paths: &[],
+        call_id: None,
     };
     e.decide_call(
         &call,

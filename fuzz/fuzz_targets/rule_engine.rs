@@ -93,6 +93,7 @@ fuzz_target!(|input: Input| {
         session_key: input.session_key.as_deref(),
         params: &params,
         derived_paths: &[],
+        call_id: None,
     };
     let redactor = Redactor::new(all.iter().map(|(_, t)| t.as_str()));
     let view = MapView {

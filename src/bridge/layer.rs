@@ -24,6 +24,7 @@ use claw_identity_core::log::{Level, LineBuf};
 use claw_identity_core::openclaw::config::OpenClawConfig;
 use claw_identity_core::options::Options;
 use claw_identity_core::pipeline;
+use claw_identity_core::proxy;
 use claw_identity_core::redact;
 use claw_identity_core::redact::results::Hits;
 use claw_identity_core::rules::{Decision, Params, Patch, Slot, ToolCall, Verdict};
@@ -402,6 +403,15 @@ impl JsLayer {
             None => None,
         };
 
+        // A call to a proxied server: its handle is bound to OpenClaw's call id.
+        let mut call_buf = [0u8; ID_BUF];
+        let call_id = match proxy::server_of(engine.options(), &tool) {
+            Some(_) if ctx.is_object()? => match ctx.get(c"toolCallId")? {
+                Some(v) => v.str_in(&mut call_buf)?,
+                None => None,
+            },
+            _ => None,
+        };
         let empty = Params::new();
         let mut call = ToolCall {
             tool: &tool,
@@ -409,6 +419,7 @@ impl JsLayer {
             session_key: session.as_deref(),
             params: &empty,
             derived_paths: &[],
+            call_id: call_id.as_deref(),
         };
         // `event.params` is read once per call: here when a rule reads the
         // params, or else only when the result copies them.
@@ -596,7 +607,7 @@ impl JsLayer {
             ParamsOf::Unread(_) => None,
         };
         let token = slot_value(env, &p.token, &opts.token_param, read, |t| {
-            Js::string(raw, t.expose())
+            Js::string(raw, p.handle.as_deref().unwrap_or(t.expose()))
         })?;
         let conversation_param = &opts.rules.conversation_id.param;
         let conversation = slot_value(env, &p.conversation, conversation_param, read, |c| {
@@ -644,7 +655,7 @@ impl JsLayer {
         let mut set: Vec<(&str, Js<'e>)> = Vec::new();
         let token = &opts.token_param;
         if let Some(v) = slot_value(env, &patch.token, token, params, |t| {
-            Js::string(raw, t.expose())
+            Js::string(raw, patch.handle.as_deref().unwrap_or(t.expose()))
         })? {
             set.push((token, v));
         }
@@ -759,4 +770,15 @@ pub fn block_result<'e>(env: &'e Env, reason: &str) -> Result<Js<'e>> {
         (Js::string(raw, "blockReason")?, Js::string(raw, reason)?),
     ])?;
     Ok(out)
+}
+
+impl JsLayer {
+    /// `f` on the layer, with the lines it logs delivered before this
+    /// returns (as a hook's are).
+    pub fn logged<R>(&self, env: &Env, f: impl FnOnce(&Layer) -> R) -> R {
+        self.pending.hold();
+        let out = f(&self.layer);
+        self.logger.release(env, &self.pending);
+        out
+    }
 }

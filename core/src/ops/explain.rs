@@ -165,6 +165,7 @@ pub fn run(args: &ExplainArgs<'_>) -> anyhow::Result<Explanation> {
         session_key: args.session_key,
         params: &params,
         derived_paths: &[],
+        call_id: None,
     };
     let sessions = Unknown(Default::default());
     let explained = match route {

@@ -6,8 +6,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub mod proxy;
 pub mod rules;
 
+use proxy::ProxyOptions;
 use rules::RulesConfig;
 
 pub const DEFAULT_TOKEN_MAP: &str = "~/.config/micelclaw/agent-tokens.json";
@@ -113,6 +115,7 @@ struct RawOptions {
     rules: RulesConfig,
     #[serde(default)]
     sandbox: SandboxOptions,
+    proxy: Option<proxy::RawProxy>,
 }
 
 /// Every option the layer accepts, in the spelling users write.
@@ -129,6 +132,7 @@ pub const KNOWN_OPTIONS: &[&str] = &[
     "posture",
     "rules",
     "sandbox",
+    "proxy",
     "logger",
 ];
 
@@ -149,6 +153,8 @@ pub struct Options {
     pub rules: RulesConfig,
     /// The `claw-identity` sandbox backend (`crate::sandbox`).
     pub sandbox: SandboxOptions,
+    /// The loopback MCP proxy (`crate::proxy`).
+    pub proxy: ProxyOptions,
 }
 
 /// `~` onto `HOME` (on Windows, where `HOME` is seldom set, the OS home as
@@ -244,10 +250,22 @@ impl Options {
             return Err("toolPrefix must be a non-empty string or a non-empty list of non-empty strings (an empty prefix would inject tokens into every tool)".into());
         }
         // Compared as OpenClaw hands tool names to the hook (trimmed, lowercased).
-        let tool_prefixes = tool_prefixes
+        let mut tool_prefixes = tool_prefixes
             .iter()
             .map(|p| crate::openclaw::tool_names::tool_prefix(p))
             .collect::<Result<Vec<_>, _>>()?;
+        let proxy = match raw.proxy {
+            Some(p) => p.resolve()?,
+            None => ProxyOptions::default(),
+        };
+        // A proxied server's tools are owned: the proxy serves no call
+        // without the handle the owned-tool rule writes.
+        for name in proxy.servers.keys() {
+            let p = crate::proxy::tool_prefix(name);
+            if !tool_prefixes.contains(&p) {
+                tool_prefixes.push(p);
+            }
+        }
 
         let token_param = raw
             .token_param
@@ -295,6 +313,7 @@ impl Options {
             posture: raw.posture.unwrap_or_default(),
             rules: raw.rules,
             sandbox: raw.sandbox,
+            proxy,
         })
     }
 }

@@ -141,6 +141,7 @@ mod tests {
             session_key: None,
             params,
             derived_paths: &[],
+            call_id: None,
         }
     }
 

@@ -273,6 +273,7 @@ mod tests {
             session_key: Some(session),
             params: &params,
             derived_paths: &[],
+            call_id: None,
         };
         let view = MapView {
             map: &map,

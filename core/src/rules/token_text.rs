@@ -265,6 +265,7 @@ mod tests {
             session_key: Some("agent:paco--francis:main"),
             params: &params,
             derived_paths: &[],
+            call_id: None,
         };
         let d = e.decide_call(&call, &view, &crate::sessions::NoHost);
         assert!(!d.is_block(), "{tool} was blocked: {:?}", d.verdict);

@@ -176,6 +176,7 @@ impl Fixture {
             session_key: session.map(|s| &*Box::leak(s.to_owned().into_boxed_str())),
             params,
             derived_paths: derived,
+            call_id: None,
         };
         (route.decide)(&cx, &call, route.reads)
     }

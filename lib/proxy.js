@@ -1,0 +1,346 @@
+// The loopback MCP proxy (docs/design.md, "The MCP proxy"). Each server of
+// the `proxy` option is served at http://127.0.0.1:<port>/<name> for
+// OpenClaw's own MCP client, and reached upstream with the calling agent's
+// credential. Transport only: which connection is the gateway's, what a
+// handle is worth, what is forwarded with which credential and what the
+// model sees of a tool list are decided in Rust (core/src/proxy/).
+//
+// Shape: a front (the MCP SDK's low-level `Server`, one per OpenClaw
+// session, over streamable HTTP) and upstream `Client`s keyed by (server,
+// agent, token fingerprint), opened at that agent's first call and closed
+// when idle. The argument mode shares one upstream connection (the token
+// is an argument); header and env modes need one per agent, and a stdio
+// upstream one child per agent.
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
+
+/** An upstream connection unused this long is closed (a stdio child exits). */
+const IDLE_MS = 5 * 60 * 1000;
+/** Longest request body the front reads (a tool call's arguments). */
+const MAX_BODY = 16 * 1024 * 1024;
+const SDK = '@modelcontextprotocol/sdk';
+const SDK_MODULES = {
+  Server: 'server/index.js',
+  StreamableHTTPServerTransport: 'server/streamableHttp.js',
+  Client: 'client/index.js',
+  StreamableHTTPClientTransport: 'client/streamableHttp.js',
+  StdioClientTransport: 'client/stdio.js',
+  getDefaultEnvironment: 'client/stdio.js',
+  types: 'types.js',
+};
+
+/**
+ * The MCP SDK: OpenClaw's own (the gateway's entry point depends on it),
+ * else the one installed with this package.
+ */
+export async function proxySdk(entry = process.argv[1]) {
+  const tries = [];
+  const from = async (resolve) => {
+    const out = {};
+    for (const [name, sub] of Object.entries(SDK_MODULES)) {
+      const m = await import(resolve(`${SDK}/${sub}`));
+      out[name] = name === 'types' ? m : m[name];
+    }
+    return out;
+  };
+  try {
+    const require = createRequire(fs.realpathSync(entry));
+    return await from((s) => pathToFileURL(require.resolve(s)).href);
+  } catch (e) {
+    tries.push(`OpenClaw's: ${e?.code ?? e?.message}`);
+  }
+  try {
+    return await from((s) => s);
+  } catch (e) {
+    tries.push(`claw-identity's: ${e?.code ?? e?.message}`);
+  }
+  throw new Error(`the MCP proxy needs the MCP SDK (${SDK}), found neither (${tries.join('; ')}): install it next to claw-identity`);
+}
+
+/** A refused call, as the model sees it: an error result, not a JSON-RPC error (three of those pause the server in OpenClaw). */
+const refused = (reason) => ({ content: [{ type: 'text', text: reason }], isError: true });
+
+/** Reads a JSON body (the SDK's transport takes it parsed). */
+function body(req) {
+  return new Promise((resolve, reject) => {
+    const chunks = [];
+    let size = 0;
+    req.on('data', (c) => {
+      size += c.length;
+      if (size > MAX_BODY) {
+        reject(new Error('request body too large'));
+        req.destroy();
+      } else chunks.push(c);
+    });
+    req.on('end', () => {
+      try {
+        resolve(chunks.length === 0 ? undefined : JSON.parse(Buffer.concat(chunks).toString('utf8')));
+      } catch {
+        reject(new Error('request body is not JSON'));
+      }
+    });
+    req.on('error', reject);
+  });
+}
+
+function reply(res, status, message) {
+  if (res.headersSent) return res.end();
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }));
+}
+
+/** One proxied server: its upstream connections, and the front sessions OpenClaw opened. */
+class Proxied {
+  constructor(plan, sdk, native, logger) {
+    Object.assign(this, { plan, sdk, native, logger });
+    this.name = plan.name;
+    /** Upstream clients by connection key (agent and token fingerprint; '' for none). */
+    this.upstreams = new Map();
+    /** Front transports by MCP session id. */
+    this.sessions = new Map();
+  }
+
+  /** The upstream client for `identity` (a redemption), opened on first use. */
+  upstream(identity) {
+    const key = this.plan.credential.in === 'argument' ? '' : identity.key;
+    let u = this.upstreams.get(key);
+    if (u === undefined) {
+      u = { client: this.connect(identity), timer: undefined };
+      this.upstreams.set(key, u);
+      u.client.catch(() => this.upstreams.delete(key));
+    }
+    clearTimeout(u.timer);
+    u.timer = setTimeout(() => this.close(key), IDLE_MS).unref();
+    return u.client;
+  }
+
+  async connect(identity) {
+    const { Client, StreamableHTTPClientTransport, StdioClientTransport, getDefaultEnvironment, types } = this.sdk;
+    const up = this.plan.upstream;
+    const transport =
+      up.url !== undefined
+        ? new StreamableHTTPClientTransport(new URL(up.url), { requestInit: { headers: { ...up.headers, ...identity.headers } } })
+        : new StdioClientTransport({
+            command: up.command,
+            args: up.args,
+            cwd: up.cwd ?? undefined,
+            env: { ...getDefaultEnvironment(), ...up.env, ...identity.env },
+            stderr: 'ignore',
+          });
+    const client = new Client({ name: 'claw-identity-proxy', version: '1' }, { capabilities: {} });
+    // The upstream's list changes reach every OpenClaw session of this server.
+    const relay = (method) => () => {
+      for (const s of this.sessions.values()) s.server.notification({ method }).catch(() => {});
+    };
+    client.setNotificationHandler(types.ToolListChangedNotificationSchema, relay('notifications/tools/list_changed'));
+    client.setNotificationHandler(types.ResourceListChangedNotificationSchema, relay('notifications/resources/list_changed'));
+    client.setNotificationHandler(types.PromptListChangedNotificationSchema, relay('notifications/prompts/list_changed'));
+    await client.connect(transport);
+    return client;
+  }
+
+  async close(key) {
+    const u = this.upstreams.get(key);
+    if (u === undefined) return;
+    this.upstreams.delete(key);
+    clearTimeout(u.timer);
+    try {
+      const client = await u.client;
+      await client.transport?.terminateSession?.().catch(() => {});
+      await client.close();
+    } catch {
+      // a connection that never opened has nothing to close
+    }
+  }
+
+  /** The connection for requests that carry no handle (`listAs`, or none). */
+  async lister() {
+    const id = this.native.proxyListIdentity(this.name);
+    if (!id.ok) throw new this.sdk.types.McpError(-32603, id.reason);
+    return this.upstream(id);
+  }
+
+  /** A front `Server` for one OpenClaw session, with the upstream's capabilities. */
+  async front() {
+    const { Server, types } = this.sdk;
+    const lister = await this.lister();
+    const caps = lister.getServerCapabilities() ?? {};
+    const capabilities = {};
+    for (const k of ['tools', 'resources', 'prompts']) if (caps[k]) capabilities[k] = caps[k];
+    capabilities.tools ??= {};
+    const server = new Server(lister.getServerVersion() ?? { name: this.name, version: '0' }, {
+      capabilities,
+      instructions: lister.getInstructions?.(),
+    });
+    const list = async (fn) => fn(await this.lister());
+    server.setRequestHandler(types.ListToolsRequestSchema, (req, extra) =>
+      list((c) => c.listTools(req.params, { signal: extra.signal })).then((r) => this.native.proxyTools(r)),
+    );
+    server.setRequestHandler(types.CallToolRequestSchema, (req, extra) => this.call(req, extra));
+    if (capabilities.resources) {
+      server.setRequestHandler(types.ListResourcesRequestSchema, (req, extra) => list((c) => c.listResources(req.params, { signal: extra.signal })));
+      server.setRequestHandler(types.ListResourceTemplatesRequestSchema, (req, extra) =>
+        list((c) => c.listResourceTemplates(req.params, { signal: extra.signal })),
+      );
+      server.setRequestHandler(types.ReadResourceRequestSchema, (req, extra) => list((c) => c.readResource(req.params, { signal: extra.signal })));
+    }
+    if (capabilities.prompts) {
+      server.setRequestHandler(types.ListPromptsRequestSchema, (req, extra) => list((c) => c.listPrompts(req.params, { signal: extra.signal })));
+      server.setRequestHandler(types.GetPromptRequestSchema, (req, extra) => list((c) => c.getPrompt(req.params, { signal: extra.signal })));
+    }
+    return server;
+  }
+
+  /** A `tools/call`: Rust redeems its handle; the call goes upstream with the agent's credential, or not at all. */
+  async call(req, extra) {
+    const { name, arguments: args } = req.params;
+    const r = this.native.proxyRedeem(this.name, name, args ?? {});
+    if (!r.ok) return refused(r.reason);
+    let client;
+    try {
+      client = await this.upstream(r);
+    } catch (e) {
+      return refused(`claw-identity proxy: ${this.name} could not be reached (${e?.message ?? e}); try again later`);
+    }
+    const progressToken = req.params._meta?.progressToken;
+    const onprogress =
+      progressToken === undefined
+        ? undefined
+        : (p) => extra.sendNotification({ method: 'notifications/progress', params: { ...p, progressToken } }).catch(() => {});
+    // Cancellation: the front aborts `extra.signal`, and the SDK client
+    // sends notifications/cancelled upstream.
+    return client.callTool({ name, arguments: r.arguments }, undefined, { signal: extra.signal, onprogress, resetTimeoutOnProgress: true });
+  }
+
+  /** One HTTP request to this server's path. */
+  async handle(req, res) {
+    const id = req.headers['mcp-session-id'];
+    const parsed = req.method === 'POST' ? await body(req) : undefined;
+    if (typeof id === 'string') {
+      const s = this.sessions.get(id);
+      if (s === undefined) return reply(res, 404, 'unknown MCP session');
+      return s.transport.handleRequest(req, res, parsed);
+    }
+    if (req.method !== 'POST' || !this.sdk.types.isInitializeRequest(parsed)) return reply(res, 400, 'no MCP session: initialize first');
+    const transport = new this.sdk.StreamableHTTPServerTransport({
+      sessionIdGenerator: randomUUID,
+      enableJsonResponse: true,
+      onsessioninitialized: (sid) => this.sessions.set(sid, { transport, server }),
+    });
+    transport.onclose = () => {
+      if (transport.sessionId !== undefined) this.sessions.delete(transport.sessionId);
+    };
+    const server = await this.front();
+    await server.connect(transport);
+    return transport.handleRequest(req, res, parsed);
+  }
+
+  async stop() {
+    for (const s of this.sessions.values()) await s.server.close().catch(() => {});
+    this.sessions.clear();
+    await Promise.all([...this.upstreams.keys()].map((k) => this.close(k)));
+  }
+}
+
+/**
+ * Starts the proxy the layer in force plans (`native.proxyPlan()`), or
+ * returns null when it plans none. Every request must come from a socket
+ * this process opened (`native.proxyPeer`, read from /proc); where the
+ * platform can't tell, the single-use handles are the only gate, and the
+ * start line says so.
+ */
+export async function startProxy({ native, logger = console, sdk }) {
+  const plan = native.proxyPlan();
+  if (plan === null) return null;
+  sdk ??= await proxySdk();
+  const servers = new Map(plan.servers.map((s) => [`/${s.name}`, new Proxied(s, sdk, native, logger)]));
+  const peers = new WeakMap();
+  let peerUnknown = false;
+  const own = (socket) => {
+    let p = peers.get(socket);
+    if (p === undefined) {
+      p = Promise.resolve(native.proxyPeer(socket.remotePort, socket.localPort)).then((ok) => {
+        if (ok === null) peerUnknown = true;
+        return ok !== false;
+      });
+      peers.set(socket, p);
+    }
+    return p;
+  };
+  const server = http.createServer(async (req, res) => {
+    try {
+      if (!(await own(req.socket))) return reply(res, 403, 'claw-identity proxy: only the OpenClaw gateway may use this endpoint');
+      const p = servers.get(new URL(req.url, 'http://x').pathname);
+      if (p === undefined) return reply(res, 404, 'claw-identity proxy: no such server');
+      await p.handle(req, res);
+    } catch (e) {
+      logger.warn?.(`[claw-identity] proxy: ${req.method} ${req.url} failed: ${e?.message ?? e}`);
+      reply(res, 500, 'claw-identity proxy: internal error');
+    }
+  });
+  await new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(plan.port, '127.0.0.1', resolve);
+  });
+  const port = server.address().port;
+  const urls = Object.fromEntries(plan.servers.map((s) => [s.name, `http://127.0.0.1:${port}/${s.name}`]));
+  const peerNote = native.proxyPeer(0, 0);
+  const checks =
+    (await peerNote) === null ? 'single-use handles only (this platform cannot tell which process connects)' : "the gateway process's own sockets only";
+  logger.info?.(
+    `[claw-identity] MCP proxy on 127.0.0.1:${port}: ${plan.servers.map((s) => `${s.name} → ${s.upstream.url ?? s.upstream.command} (credential in ${s.credential.in})`).join(', ')}; answers ${checks}`,
+  );
+  return {
+    port,
+    urls,
+    get peerUnknown() {
+      return peerUnknown;
+    },
+    async stop() {
+      server.closeAllConnections?.();
+      await new Promise((r) => server.close(() => r()));
+      await Promise.all([...servers.values()].map((p) => p.stop()));
+    },
+  };
+}
+
+/**
+ * The proxy as part of the plugin's gateway service, once per process:
+ * OpenClaw may start a new registry's service before it stops the old
+ * one's, and both would bind the same port. The proxy runs while any
+ * service runs, and restarts when the plan (port, servers) changes.
+ */
+export function proxyService(native, logger) {
+  const slot = Symbol.for('claw-identity.mcp-proxy');
+  globalThis[slot] ??= { users: 0, plan: 'null', running: null, queue: Promise.resolve() };
+  const g = globalThis[slot];
+  const serially = (f) => {
+    g.queue = g.queue.then(f).catch((e) => logger.error?.(`[claw-identity] MCP proxy: ${e?.message ?? e}`));
+    return g.queue;
+  };
+  const settle = async () => {
+    const plan = g.users > 0 ? JSON.stringify(native.proxyPlan()) : 'null';
+    if (plan === g.plan && (g.running !== null || plan === 'null')) return;
+    const old = g.running;
+    g.running = null;
+    g.plan = 'null';
+    await old?.stop();
+    if (plan !== 'null') {
+      g.running = await startProxy({ native, logger });
+      g.plan = plan;
+    }
+  };
+  return {
+    start: () => {
+      g.users += 1;
+      return serially(settle);
+    },
+    stop: () => {
+      g.users = Math.max(0, g.users - 1);
+      return serially(settle);
+    },
+  };
+}
