@@ -123,7 +123,58 @@ export interface IdentityOptions {
    * OpenClaw may pick.
    */
   workspaces?: Record<string, string>;
+  /**
+   * The loopback MCP proxy (docs/operating.md, "The MCP proxy"): each
+   * server named here is served at `http://127.0.0.1:<port>/<name>`, where
+   * OpenClaw's `mcp.servers.<name>` points (`transport: "streamable-http"`).
+   * Its calls carry a single-use handle instead of the token, and the
+   * proxy forwards them with the agent's credential where the upstream
+   * takes it. A server named here has its tools owned (no `toolPrefix`
+   * needed).
+   */
+  proxy?: ProxyOptions;
 }
+
+export interface ProxyOptions {
+  /** The proxy's port on 127.0.0.1; required with `servers`. */
+  port?: number;
+  /** How long a handle stays good, in ms (default 900000: longer than OpenClaw's longest plugin approval). */
+  handleTtlMs?: number;
+  /** By the `mcp.servers` key each one stands in for. */
+  servers?: Record<string, ProxyServer>;
+}
+
+export interface ProxyServer {
+  /** Streamable HTTP (`url`, static `headers`), or a stdio command, one child per agent. */
+  upstream: { url: string; headers?: Record<string, string> } | { command: string; args?: string[]; env?: Record<string, string>; cwd?: string };
+  /**
+   * Where the upstream takes the agent's credential: `bearer` (the
+   * default for a URL), a `header` of `name`, the tool `argument`
+   * `tokenParam` (claw-os as it is), or the `env` var `name` (default
+   * `CLAW_TOKEN`; the default for a command).
+   */
+  credential?: { in: 'bearer' | 'argument' } | { in: 'header'; name: string } | { in: 'env'; name?: string };
+  /** The agent whose credential lists tools, resources and prompts (requests that carry no handle); without it they carry none. */
+  listAs?: string;
+}
+
+/** The running proxy (`startMcpProxy`). */
+export interface McpProxy {
+  port: number;
+  /** Each server's URL, for `mcp.servers.<name>.url`. */
+  urls: Record<string, string>;
+  /** True once a request came where the platform can't tell which process connected (the WebAssembly build): the handles are then the only gate. */
+  readonly peerUnknown: boolean;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the MCP proxy the last `configure({ proxy })` of this process
+ * plans (the plugin's gateway service does this; `openclaw agent --local`
+ * starts no services). Resolves to `null` when it plans none. Only this
+ * process's own connections get an answer (Linux, native build).
+ */
+export function startMcpProxy(options?: { logger?: Logger }): Promise<McpProxy | null>;
 
 /** What the rules need of OpenClaw's session store. */
 export interface SessionStore {
@@ -454,6 +505,9 @@ export interface LiveFacts {
   servers: Array<{ server: string; tools?: Array<{ name: string; inputSchema: unknown }>; error?: string; stderr?: string }>;
   plugins?: unknown[];
   pluginsError?: string;
+  /** Each proxied server's tools as the gateway's own proxy lists them (the `claw-identity.proxy` gateway method). */
+  proxied?: Array<{ server: string; tools?: Array<{ name: string; inputSchema: unknown }>; error?: string }>;
+  proxiedError?: string;
 }
 
 /** The owned `mcp.servers` entries of the gateway config at `config`, as OpenClaw would launch them. */

@@ -211,12 +211,22 @@ async function gatherLive(config, lib, io) {
       servers = launches.map((l) => ({ server: l.server, error: String(e?.message ?? e) }));
     }
   }
+  // What the model sees through the proxy: only the gateway can use it, so
+  // the gateway lists each proxied server through it (lib/proxy.js).
+  let proxied = {};
+  if (typeof io.callGateway === 'function') {
+    try {
+      proxied = { proxied: await io.callGateway('claw-identity.proxy', { timeout: '15000' }) };
+    } catch (e) {
+      proxied = { proxiedError: `the gateway did not list them (${String(e?.message ?? e)})` };
+    }
+  }
   let plugins = {};
   if (typeof io.inspectPlugins === 'function') {
     io.warn('claw-identity: asking OpenClaw which plugins are loaded, and with which hooks (openclaw plugins inspect --all --runtime --json)...');
     plugins = await io.inspectPlugins(config);
   }
-  return { servers, ...plugins };
+  return { servers, ...proxied, ...plugins };
 }
 
 const MCP_NEEDS_CONFIG = "--mcp needs --config FILE: the MCP servers are those of the gateway config's mcp.servers";

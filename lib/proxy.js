@@ -6,7 +6,8 @@
 // model sees of a tool list are decided in Rust (core/src/proxy/).
 //
 // Shape: a front (the MCP SDK's low-level `Server`, one per OpenClaw
-// session, over streamable HTTP) and upstream `Client`s keyed by (server,
+// session, over streamable HTTP, answering in SSE so a call's progress
+// streams back) and upstream `Client`s keyed by (server,
 // agent, token fingerprint), opened at that agent's first call and closed
 // when idle. The argument mode shares one upstream connection (the token
 // is an argument); header and env modes need one per agent, and a stdio
@@ -203,7 +204,7 @@ class Proxied {
     try {
       client = await this.upstream(r);
     } catch (e) {
-      return refused(`claw-identity proxy: ${this.name} could not be reached (${e?.message ?? e}); try again later`);
+      return refused(`proxy: ${this.name} could not be reached (${e?.message ?? e}); try again later`);
     }
     const progressToken = req.params._meta?.progressToken;
     const onprogress =
@@ -227,7 +228,6 @@ class Proxied {
     if (req.method !== 'POST' || !this.sdk.types.isInitializeRequest(parsed)) return reply(res, 400, 'no MCP session: initialize first');
     const transport = new this.sdk.StreamableHTTPServerTransport({
       sessionIdGenerator: randomUUID,
-      enableJsonResponse: true,
       onsessioninitialized: (sid) => this.sessions.set(sid, { transport, server }),
     });
     transport.onclose = () => {
@@ -296,6 +296,7 @@ export async function startProxy({ native, logger = console, sdk }) {
   return {
     port,
     urls,
+    sdk,
     get peerUnknown() {
       return peerUnknown;
     },
@@ -307,6 +308,39 @@ export async function startProxy({ native, logger = console, sdk }) {
   };
 }
 
+const SLOT = Symbol.for('claw-identity.mcp-proxy');
+
+/**
+ * Each proxied server's tool list through the proxy running in this
+ * process, as OpenClaw's client gets it: `[{ server, tools } | { server,
+ * error }]`. No tool is called, no handle is made.
+ */
+export async function listThroughProxy() {
+  const running = globalThis[SLOT]?.running;
+  if (!running) throw new Error('the MCP proxy is not running in this gateway (no proxy.servers in the options, or it failed to start: see the gateway log)');
+  const { Client, StreamableHTTPClientTransport } = running.sdk;
+  return Promise.all(
+    Object.entries(running.urls).map(async ([server, url]) => {
+      const client = new Client({ name: 'claw-identity-doctor', version: '1' });
+      try {
+        await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+        const tools = [];
+        let cursor;
+        do {
+          const page = await client.listTools(cursor === undefined ? {} : { cursor });
+          tools.push(...page.tools.map((t) => ({ name: t.name, inputSchema: t.inputSchema })));
+          cursor = page.nextCursor;
+        } while (cursor !== undefined && tools.length < 10_000);
+        return { server, tools };
+      } catch (e) {
+        return { server, error: String(e?.message ?? e) };
+      } finally {
+        await client.close().catch(() => {});
+      }
+    }),
+  );
+}
+
 /**
  * The proxy as part of the plugin's gateway service, once per process:
  * OpenClaw may start a new registry's service before it stops the old
@@ -314,9 +348,8 @@ export async function startProxy({ native, logger = console, sdk }) {
  * service runs, and restarts when the plan (port, servers) changes.
  */
 export function proxyService(native, logger) {
-  const slot = Symbol.for('claw-identity.mcp-proxy');
-  globalThis[slot] ??= { users: 0, plan: 'null', running: null, queue: Promise.resolve() };
-  const g = globalThis[slot];
+  globalThis[SLOT] ??= { users: 0, plan: 'null', running: null, queue: Promise.resolve() };
+  const g = globalThis[SLOT];
   const serially = (f) => {
     g.queue = g.queue.then(f).catch((e) => logger.error?.(`[claw-identity] MCP proxy: ${e?.message ?? e}`));
     return g.queue;

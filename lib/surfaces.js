@@ -5,7 +5,7 @@
 // the commands in cli.js, loaded when one of them runs.
 import { createRequire } from 'node:module';
 
-import { proxyService } from './proxy.js';
+import { listThroughProxy, proxyService } from './proxy.js';
 
 /** `openclaw claw-identity`, as the manifest declares it for `openclaw --help`. */
 const [COMMAND] = createRequire(import.meta.url)('../openclaw.plugin.json').cliCommands;
@@ -42,6 +42,16 @@ export function registerOperatorSurfaces(api, native, lib) {
   registerCommands(api, lib);
   // profileAccess stays "required" (the default): it reads the live layer.
   api.registerGatewayMethod?.('claw-identity.status', ({ respond }) => respond(true, statusOf(native, lib.version)), { scope: 'operator.read' });
+  // `doctor --mcp`: each proxied server's tools as the model sees them, listed through this gateway's proxy.
+  api.registerGatewayMethod?.(
+    'claw-identity.proxy',
+    ({ respond }) =>
+      listThroughProxy().then(
+        (servers) => respond(true, servers),
+        (e) => respond(false, { message: String(e?.message ?? e) }),
+      ),
+    { scope: 'operator.read' },
+  );
   api.registerSecurityAuditCollector?.((ctx) => native.opsAudit(ctx.configPath).report);
 }
 

@@ -3,9 +3,12 @@
 //
 // A scripted model (standing in for a remote LLM) plays a short conversation:
 // francis saves a note with a token it made up, then delegates to dali, who
-// records audio. A real MCP server (`claw-os`) records what it receives. The
-// report compares what the model sent with what the server received, as
-// sha256 fingerprints: no token is ever printed.
+// records audio. A real MCP server (`claw-os`) records what it receives. It
+// sits behind claw-identity's MCP proxy: the model's tool list has no
+// auth_token, the call carries a single-use handle, and the server gets the
+// agent's token as `Authorization: Bearer`. The report compares what the
+// model sent with what the server received, as sha256 fingerprints: no
+// token is ever printed.
 //
 // The agents run contained, as claw-identity requires before it serves a
 // token (docs/operating.md, "Containing the agents"): in the plugin's own
@@ -35,6 +38,17 @@ const yellow = paint('33');
 const out = (line = '') => process.stdout.write(`${line}\n`);
 const t0 = Date.now();
 const secs = () => `${((Date.now() - t0) / 1000).toFixed(0)}s`;
+
+/** The params the model was offered for `tool`, from the scripted model's record of its requests. */
+function offeredParams(model, tool) {
+  for (const r of model.requests) {
+    if (!r.raw?.startsWith('{')) continue;
+    for (const t of JSON.parse(r.raw).tools ?? []) {
+      if ((t?.function?.name ?? t?.name) === tool) return Object.keys((t?.function?.parameters ?? t?.parameters)?.properties ?? {});
+    }
+  }
+  return [];
+}
 
 /** Runs `work` while showing a live elapsed-time line for a slow step. */
 async function step(label, work) {
@@ -112,17 +126,42 @@ async function main() {
     for (const [agent, token] of Object.entries(tokens)) out(`      ${agent.padEnd(14)} ${dim(fp(token))}`);
 
     model = await startModelServer();
+    // claw-os over streamable HTTP, taking each call's token from its
+    // Authorization header, behind the plugin's MCP proxy: OpenClaw's
+    // mcp.servers.claw-os points at the proxy, which sends the agent's
+    // token as that header. The call itself carries only a handle.
+    const clawOs = await h.startFixtureServer(run, 'claw-os-server.mjs', {
+      args: ['--http'],
+      env: { CLAW_OS_CALL_LOG: run.callLog, CLAW_OS_TOKEN_FROM: 'bearer' },
+      label: 'claw-os-http',
+    });
+    const proxyPort = await h.freePort();
     await h.writeConfig(run, {
       gateway: true,
       modelBaseUrl: model.baseUrl,
       agents: [FRANCIS, DALI],
       contain: sandbox.ok ? 'sandbox' : 'host',
-      plugin: { path: h.stagePlugin(run), config: { tokenMapPath: run.tokenMapPath } },
-      // A sandboxed session's session tools reach only the sessions it
-      // spawned (OpenClaw's clamp, resolveEffectiveSessionToolsVisibility in
-      // session-visibility-*.mjs): francis's sessions_send to dali, which
-      // rule spawn-redirect asks for, needs this. It lets no tool out of the sandbox.
-      extra: sandbox.ok ? { agents: { defaults: { sandbox: { sessionToolsVisibility: 'all' } } } } : undefined,
+      // The model is offered the MCP tools themselves, so their schemas show.
+      toolSearch: false,
+      plugin: {
+        path: h.stagePlugin(run),
+        config: {
+          tokenMapPath: run.tokenMapPath,
+          proxy: { port: proxyPort, servers: { 'claw-os': { upstream: { url: clawOs.url }, credential: { in: 'bearer' } } } },
+        },
+      },
+      extra: {
+        mcp: {
+          servers: {
+            'claw-os': { command: undefined, args: undefined, env: undefined, url: `http://127.0.0.1:${proxyPort}/claw-os`, transport: 'streamable-http' },
+          },
+        },
+        // A sandboxed session's session tools reach only the sessions it
+        // spawned (OpenClaw's clamp, resolveEffectiveSessionToolsVisibility in
+        // session-visibility-*.mjs): francis's sessions_send to dali, which
+        // rule spawn-redirect asks for, needs this. It lets no tool out of the sandbox.
+        ...(sandbox.ok ? { agents: { defaults: { sandbox: { sessionToolsVisibility: 'all' } } } } : {}),
+      },
     });
     out(
       sandbox.ok
@@ -135,6 +174,9 @@ async function main() {
     if (!posture?.includes('posture: every agent is contained'))
       throw new Error(`the agents are not contained, so no token is served: ${h.scrub(String(posture))}`);
     out(`  ${green('✔')} ${posture.slice(posture.indexOf('posture: '))}`);
+    const proxyLine = h.logMessages(run).find((l) => l.includes('[claw-identity] MCP proxy on '));
+    if (!proxyLine) throw new Error("the gateway log has no line of claw-identity's MCP proxy");
+    out(`  ${green('✔')} ${proxyLine.slice(proxyLine.indexOf('MCP proxy on '))}`);
     out();
 
     // Turn 1: francis saves a note, with a token the model made up.
@@ -148,8 +190,10 @@ async function main() {
     );
     if (r1.code !== 0) throw new Error(`openclaw agent exited ${r1.code}: ${h.tail(r1)}`);
     const notes = h.readCalls(run).find((c) => c.tool === 'claw_notes');
-    out(`     the model sent     auth_token = ${yellow(fp(wrong1))}  ${dim('(42 characters it made up)')}`);
-    out(`     claw-os received   auth_token = ${green(fp(notes.args.auth_token))}  → ${bold(verdict(notes.args.auth_token, tokens, wrong1))}`);
+    out(`     the model's tools  claw-os__claw_notes(${offeredParams(model, 'claw-os__claw_notes').join(', ')})  ${dim('(no auth_token: the proxy takes it out of the schema)')}`);
+    out(`     the model sent     auth_token = ${yellow(fp(wrong1))}  ${dim('(42 characters it made up anyway)')}`);
+    out(`     OpenClaw's hooks   auth_token = ${cyan('clh1_…')}  ${dim('(a single-use handle, not the token: later hooks, OTEL and stored calls see only this)')}`);
+    out(`     claw-os received   Authorization: Bearer ${green(fp(notes.bearer))}  → ${bold(verdict(notes.bearer, tokens, wrong1))}`);
     out();
 
     // Turn 2: francis delegates to dali.
@@ -173,8 +217,7 @@ async function main() {
       throw err;
     });
     out(`     the model sent     auth_token = ${yellow(fp(wrong2))}  ${dim('(made up again)')}`);
-    out(`     claw-os received   auth_token = ${green(fp(audio.args.auth_token))}  → ${bold(verdict(audio.args.auth_token, tokens, wrong2))}`);
-    if (audio.args._conversation_id) out(`     and _conversation_id = ${dim(audio.args._conversation_id)}`);
+    out(`     claw-os received   Authorization: Bearer ${green(fp(audio.bearer))}  → ${bold(verdict(audio.bearer, tokens, wrong2))}`);
     out();
 
     // The proof in the gateway's own log.
@@ -188,7 +231,14 @@ async function main() {
 
     // No token anywhere but the map and the server's record.
     const leaks = h.grepForTokens(run.root, tokens, { exclude: [run.secrets, run.mcp] });
-    const ok = verdict(notes.args.auth_token, tokens, wrong1) === FRANCIS && verdict(audio.args.auth_token, tokens, wrong2) === DALI && leaks.length === 0;
+    const handlesOnly = [notes, audio].every((c) => c.args.auth_token === undefined);
+    const ok =
+      verdict(notes.bearer, tokens, wrong1) === FRANCIS &&
+      verdict(audio.bearer, tokens, wrong2) === DALI &&
+      offeredParams(model, 'claw-os__claw_notes').length > 0 &&
+      !offeredParams(model, 'claw-os__claw_notes').includes('auth_token') &&
+      handlesOnly &&
+      leaks.length === 0;
     out(
       leaks.length === 0
         ? `${green('✔')} no token from the map appears in OpenClaw's state, logs, transcripts or model requests`

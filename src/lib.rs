@@ -14,7 +14,7 @@
 #![deny(clippy::all)]
 
 mod bridge;
-mod proxy;
+pub mod proxy;
 
 use std::rc::Rc;
 

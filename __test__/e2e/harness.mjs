@@ -811,6 +811,60 @@ export function removeOwnLocks(run) {
   return removed;
 }
 
+/** A JSON-lines file, parsed ([] when absent; a torn last line is skipped). */
+export function readJsonl(file) {
+  let text;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch {
+    return [];
+  }
+  const out = [];
+  for (const l of text.split('\n').filter(Boolean)) {
+    try {
+      out.push(JSON.parse(l));
+    } catch {
+      /* a line being written */
+    }
+  }
+  return out;
+}
+
+/**
+ * Start a fixture server (`script` under FIXTURES, or a path) on OpenClaw's
+ * Node, with the run's environment plus `env`, and wait for the URL it prints
+ * as its first stdout line. Its output goes to `proc/<label>.out|.err`; it is
+ * stopped with the run (it carries the run id). Returns {url, pid, stop()}.
+ */
+export async function startFixtureServer(run, script, { args = [], env = {}, label = path.basename(script, '.mjs'), timeoutMs = 30_000 } = {}) {
+  const file = path.isAbsolute(script) ? script : path.join(FIXTURES, script);
+  const errFile = path.join(run.proc, `${label}.err`);
+  const err = fs.openSync(errFile, 'a', 0o600);
+  const child = spawn(run.runtime.node, [file, ...args], { cwd: run.home, env: { ...run.env, ...env }, stdio: ['ignore', 'pipe', err] });
+  fs.closeSync(err);
+  track(child, run.runId);
+  const outFile = path.join(run.proc, `${label}.out`);
+  let out = '';
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${label}: no URL on stdout after ${timeoutMs / 1000} s: ${scrub(readTail(errFile, 1500))}`)), timeoutMs);
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (c) => {
+      out += c;
+      fs.appendFileSync(outFile, c, { mode: 0o600 });
+      const nl = out.indexOf('\n');
+      if (nl >= 0) {
+        clearTimeout(timer);
+        resolve(out.slice(0, nl).trim());
+      }
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`${label} exited (${code ?? signal}) before printing its URL: ${scrub(readTail(errFile, 1500))}`));
+    });
+  });
+  return { url, pid: child.pid, stop: () => stopTree(child.pid) };
+}
+
 /** The MCP server's call log: [{tool, args, pid, time}]. */
 export function readCalls(run) {
   try {

@@ -25,5 +25,6 @@ export const {
   doctor,
   audit,
   explain,
+  startMcpProxy,
   buildInfo,
 } = mod;

@@ -25,6 +25,7 @@ use super::finding::{Finding, Severity};
 use crate::openclaw::config::{OpenClawConfig, PLUGIN_ID};
 use crate::openclaw::mcp::{launch, Launch, PROBE_HINT};
 use crate::openclaw::tool_names::{fragment, safe_server_names, tool_id, SERVER_MAX};
+use crate::options::proxy::Upstream;
 use crate::options::Options;
 use crate::paths::js_trim;
 use crate::redact::{scrub, shown};
@@ -135,6 +136,23 @@ pub fn plan(c: &OpenClawConfig, opts: &Options) -> Plan {
         if !could_own(prefixes, safe) {
             continue;
         }
+        let upstream;
+        let raw = match opts.proxy.servers.get(name) {
+            Some(p) => {
+                // Its tools are listed from the upstream itself, with no
+                // credential (the proxy answers the gateway alone).
+                upstream = match &p.upstream {
+                    Upstream::Url(u) => {
+                        serde_json::json!({"url": u.url, "headers": u.headers, "transport": "streamable-http"})
+                    }
+                    Upstream::Stdio(c) => {
+                        serde_json::json!({"command": c.command, "args": c.args, "env": c.env, "cwd": c.cwd})
+                    }
+                };
+                &upstream
+            }
+            None => raw,
+        };
         match launch(name, safe, raw, &vars) {
             Ok(l) => plan.launches.push(l),
             Err(why) => plan.found.push(found(
@@ -161,6 +179,73 @@ pub fn plan(c: &OpenClawConfig, opts: &Options) -> Plan {
         ));
     }
     plan
+}
+
+/// Whether each server the proxy serves is one OpenClaw reaches through
+/// it: the config alone says (doctor and audit, with or without `--mcp`).
+pub fn proxy_routes(c: &OpenClawConfig, opts: &Options) -> Vec<Finding> {
+    let servers = c.get(&["mcp", "servers"]).and_then(Value::as_object);
+    let mut out = Vec::new();
+    for name in opts.proxy.servers.keys() {
+        match servers.and_then(|s| s.get(name)) {
+            Some(raw) => out.push(proxy_route(opts, name, raw)),
+            None => out.push(found(
+                "proxy_server_unused",
+                Severity::Warn,
+                "mcp proxy",
+                "the proxy serves a server OpenClaw does not use",
+                format!("proxy.servers names \"{}\", and mcp.servers has no entry of that name, so OpenClaw never calls it through the proxy", shown(name)),
+                Some(format!("point OpenClaw at the proxy: openclaw mcp set {} '{}'", shown(name), proxy_entry(opts, name))),
+            )),
+        }
+    }
+    out
+}
+
+/// The `mcp.servers` entry that sends `name`'s calls through the proxy.
+pub fn proxy_entry(opts: &Options, name: &str) -> String {
+    serde_json::json!({"url": proxy_url(opts, name), "transport": "streamable-http"}).to_string()
+}
+
+fn proxy_url(opts: &Options, name: &str) -> String {
+    format!("http://127.0.0.1:{}/{name}", opts.proxy.port)
+}
+
+/// Whether OpenClaw's entry for a proxied server goes through the proxy:
+/// its calls carry handles, which only the proxy can turn into a credential.
+fn proxy_route(opts: &Options, name: &str, raw: &Value) -> Finding {
+    let key = format!("mcp.servers.{}", shown(name));
+    let url = raw.get("url").and_then(Value::as_str).map(js_trim);
+    let transport = raw.get("transport").and_then(Value::as_str);
+    let want = proxy_url(opts, name);
+    let through = url.is_some_and(|u| u.trim_end_matches('/') == want)
+        && transport == Some("streamable-http");
+    if through {
+        return found(
+            "proxy_in_path",
+            Severity::Pass,
+            "mcp proxy",
+            "",
+            format!("{key} goes through claw-identity's proxy ({want}): its calls carry handles, and its upstream gets each agent's credential"),
+            None,
+        );
+    }
+    let now = match (url, transport) {
+        (Some(u), Some("streamable-http")) => format!("goes to {}", shown(u)),
+        (Some(u), _) => format!(
+            "goes to {} without transport \"streamable-http\" (OpenClaw then speaks legacy SSE)",
+            shown(u)
+        ),
+        (None, _) => "is not a URL".to_owned(),
+    };
+    found(
+        "proxy_not_in_path",
+        Severity::Fail,
+        "mcp proxy",
+        "a proxied MCP server is not reached through the proxy: its calls fail",
+        format!("{key} {now}, not {want}: the layer writes a single-use handle where the token was, and only the proxy can turn it into the agent's credential, so these calls fail authentication"),
+        Some(format!("openclaw mcp set {} '{}'", shown(name), proxy_entry(opts, name))),
+    )
 }
 
 /// One server's answer, from the JS side: its tools, or why it gave none.
@@ -335,6 +420,10 @@ pub fn findings(c: &OpenClawConfig, opts: &Options, probes: &[Probe]) -> Vec<Fin
     for l in &plan.launches {
         let key = format!("mcp.servers.{}", shown(&l.server));
         let probe = probes.iter().find(|p| p.server == l.server);
+        if let Some(p) = opts.proxy.servers.get(&l.server) {
+            out.extend(proxied_findings(opts, l, &p.credential, probe));
+            continue;
+        }
         let tools = match probe {
             Some(Probe {
                 tools: Some(tools), ..
@@ -392,6 +481,147 @@ pub fn findings(c: &OpenClawConfig, opts: &Options, probes: &[Probe]) -> Vec<Fin
                 Some(format!("check toolPrefix against these ids: openclaw config get plugins.entries.{PLUGIN_ID}.config.toolPrefix")),
             ));
         }
+    }
+    out
+}
+
+/// A proxied server's answer: whether its upstream answers, and whether
+/// its tools let the credential through where the proxy puts it. What the
+/// model sees has neither the credential nor the filled params (the proxy
+/// strips them, `crate::proxy::schema`), so a required one is no trap.
+fn proxied_findings(
+    opts: &Options,
+    l: &Launch,
+    credential: &crate::proxy::Credential,
+    probe: Option<&Probe>,
+) -> Vec<Finding> {
+    let server = shown(&l.server);
+    let tools = match probe {
+        Some(Probe { tools: Some(t), .. }) => t,
+        _ => {
+            let why = quoted(
+                probe
+                    .and_then(|p| p.error.as_deref())
+                    .unwrap_or("it was not asked"),
+            );
+            // An upstream that refuses a request with no credential answers:
+            // the proxy lists with listAs's.
+            let (severity, id, title) = if why.contains("401") || why.contains("403") {
+                (Severity::Info, "proxy_upstream_needs_credential", "")
+            } else {
+                (
+                    Severity::Fail,
+                    "proxy_upstream_unreachable",
+                    "a proxied server's upstream does not answer: its calls fail",
+                )
+            };
+            return vec![found(
+                id,
+                severity,
+                "mcp proxy",
+                title,
+                format!("the upstream of \"{server}\" ({}) answered no tool list to a request with no credential: {why}", l.shown()),
+                (severity == Severity::Fail).then(|| format!("check proxy.servers[\"{server}\"].upstream, and that the server runs; claw-identity doctor sends it no credential")),
+            )];
+        }
+    };
+    let mut out = vec![found(
+        "proxy_upstream_ok",
+        Severity::Pass,
+        "mcp proxy",
+        "",
+        format!("the upstream of \"{server}\" answers ({} tools); the model sees them without {} or the params claw-identity fills", tools.len(), shown(&opts.token_param)),
+        None,
+    )];
+    if *credential == crate::proxy::Credential::Argument {
+        for t in tools {
+            let id = tool_id(&l.safe_name, &t.name);
+            out.extend(
+                tool_findings(&l.server, &id, &t.input_schema, opts)
+                    .into_iter()
+                    .filter(|f| f.id != "mcp_injected_param_required" && f.id != "mcp_tool_ok"),
+            );
+        }
+    }
+    out
+}
+
+/// What the model sees of each proxied server, as the gateway's proxy
+/// lists it (`proxied`, from the `claw-identity.proxy` gateway method): no
+/// tool may show the credential param or a param the layer fills.
+pub fn seen_through_proxy(
+    opts: &Options,
+    proxied: Option<&[Probe]>,
+    error: Option<&str>,
+) -> Vec<Finding> {
+    if opts.proxy.servers.is_empty() {
+        return Vec::new();
+    }
+    let Some(proxied) = proxied else {
+        return vec![found(
+            "proxy_unchecked",
+            Severity::Info,
+            "mcp proxy",
+            "",
+            format!(
+                "what the model sees through the proxy was not checked: {}",
+                error.map(quoted).unwrap_or_else(|| "only a running gateway can use its proxy (openclaw claw-identity doctor --mcp asks it)".into())
+            ),
+            None,
+        )];
+    };
+    let filled = crate::proxy::schema::filled_params(opts);
+    let mut out = Vec::new();
+    for name in opts.proxy.servers.keys() {
+        let server = shown(name);
+        let Some(tools) = proxied
+            .iter()
+            .find(|p| &p.server == name)
+            .and_then(|p| p.tools.as_ref())
+        else {
+            let why = proxied
+                .iter()
+                .find(|p| &p.server == name)
+                .and_then(|p| p.error.as_deref())
+                .unwrap_or("it did not answer");
+            out.push(found(
+                "proxy_unreachable",
+                Severity::Fail,
+                "mcp proxy",
+                "the gateway's proxy lists no tools for a proxied server: its tools are missing for the model",
+                format!("through the gateway's proxy, \"{server}\" listed no tools: {}", quoted(why)),
+                Some(format!("check the gateway log for the proxy's start line and proxy.servers[\"{server}\"].upstream")),
+            ));
+            continue;
+        };
+        let shown_params: Vec<String> = tools
+            .iter()
+            .filter(|t| {
+                filled
+                    .iter()
+                    .any(|p| !matches!(param(&t.input_schema, p), Param::Undeclared))
+            })
+            .map(|t| shown(&t.name))
+            .collect();
+        out.push(if shown_params.is_empty() {
+            found(
+                "proxy_schema_ok",
+                Severity::Pass,
+                "mcp proxy",
+                "",
+                format!("through the gateway's proxy the model sees {} tools of \"{server}\", none with {} or a param claw-identity fills", tools.len(), shown(&opts.token_param)),
+                None,
+            )
+        } else {
+            found(
+                "proxy_schema_shows_credential",
+                Severity::Critical,
+                "mcp proxy",
+                "the model sees a credential parameter through the proxy",
+                format!("through the gateway's proxy, {} of \"{server}\" still declare {} or a param claw-identity fills (in a part of the schema the proxy does not rewrite): a model invited to fill it can get it wrong", shown_params.join(", "), shown(&opts.token_param)),
+                Some("declare the credential in the tool's top-level properties only (the proxy takes it out there), or take the credential in a header: proxy.servers.<name>.credential {\"in\": \"bearer\"}".into()),
+            )
+        });
     }
     out
 }
@@ -643,5 +873,168 @@ mod tests {
         assert!(!d.contains(&secret[..16]) && !d.contains("s3cret"), "{d}");
         let f = findings(&c, &opts(""), &[]);
         assert!(f[0].detail.contains("it was not asked"));
+    }
+
+    #[test]
+    fn a_proxied_server_must_go_through_the_proxy_and_its_upstream_is_what_is_listed() {
+        let o = opts(
+            r#""proxy": {"port": 4100, "servers": {
+                "claw-os": {"upstream": {"url": "http://127.0.0.1:7/mcp"}, "credential": {"in": "argument"}},
+                "notes": {"upstream": {"command": "node", "args": ["n.mjs"]}},
+                "unused": {"upstream": {"url": "http://127.0.0.1:7/mcp"}}}}"#,
+        );
+        let c = config(
+            r#"{ "claw-os": { url: "http://127.0.0.1:4100/claw-os", transport: "streamable-http" },
+                 notes: { url: "http://127.0.0.1:7/mcp", transport: "streamable-http" } }"#,
+        );
+        let p = plan(&c, &o);
+        let routes = proxy_routes(&c, &o);
+        let route: Vec<(&str, Severity)> = ids(&routes);
+        assert!(
+            route.contains(&("proxy_in_path", Severity::Pass)),
+            "{route:?}"
+        );
+        assert!(
+            route.contains(&("proxy_not_in_path", Severity::Fail)),
+            "{route:?}"
+        );
+        assert!(
+            route.contains(&("proxy_server_unused", Severity::Warn)),
+            "{route:?}"
+        );
+        let fix = routes
+            .iter()
+            .find(|f| f.id == "proxy_not_in_path")
+            .unwrap()
+            .fix
+            .clone()
+            .unwrap();
+        assert_eq!(
+            fix,
+            r#"openclaw mcp set notes '{"transport":"streamable-http","url":"http://127.0.0.1:4100/notes"}'"#
+        );
+        // The probes go to the upstreams, not to the proxy (which answers the gateway alone).
+        let l: Vec<(&str, Option<&str>, Option<&str>)> = p
+            .launches
+            .iter()
+            .map(|l| (l.server.as_str(), l.url.as_deref(), l.command.as_deref()))
+            .collect();
+        assert_eq!(
+            l,
+            [
+                ("claw-os", Some("http://127.0.0.1:7/mcp"), None),
+                ("notes", None, Some("node"))
+            ]
+        );
+    }
+
+    #[test]
+    fn what_a_proxied_upstream_lists_is_judged_as_the_model_will_see_it() {
+        let o = opts(
+            r#""proxy": {"port": 4100, "servers": {
+                "claw-os": {"upstream": {"url": "http://127.0.0.1:7/mcp"}, "credential": {"in": "argument"}},
+                "notes": {"upstream": {"url": "http://127.0.0.1:8/mcp"}}}}"#,
+        );
+        let c = config(
+            r#"{ "claw-os": { url: "http://127.0.0.1:4100/claw-os", transport: "streamable-http" },
+                 notes: { url: "http://127.0.0.1:4100/notes", transport: "streamable-http" } }"#,
+        );
+        let required = json!([{ "name": "claw_notes", "inputSchema": { "type": "object",
+            "properties": { "auth_token": { "type": "string" }, "_conversation_id": { "type": "string" } },
+            "required": ["auth_token"] } }]);
+        let bare = json!([{ "name": "claw_notes", "inputSchema": { "type": "object" } }]);
+        // Argument mode: a required token is no trap through the proxy; an undeclared one is dropped by the SDK.
+        let f = findings(
+            &c,
+            &o,
+            &[listed("claw-os", required), listed("notes", bare.clone())],
+        );
+        let got = ids(&f);
+        assert!(
+            !got.iter()
+                .any(|(id, _)| *id == "mcp_injected_param_required"),
+            "{got:?}"
+        );
+        assert_eq!(
+            got.iter()
+                .filter(|(id, _)| *id == "proxy_upstream_ok")
+                .count(),
+            2,
+            "{got:?}"
+        );
+        assert!(
+            !got.iter()
+                .any(|(id, _)| *id == "mcp_token_param_undeclared"),
+            "a header-mode tool needs no token param: {got:?}"
+        );
+        let f = findings(
+            &c,
+            &o,
+            &[
+                listed("claw-os", bare),
+                Probe {
+                    server: "notes".into(),
+                    tools: None,
+                    error: Some("Error POSTing to endpoint (HTTP 401): unauthorized".into()),
+                    stderr: None,
+                },
+            ],
+        );
+        let got = ids(&f);
+        assert!(
+            got.contains(&("mcp_token_param_undeclared", Severity::Critical)),
+            "{got:?}"
+        );
+        assert!(
+            got.contains(&("proxy_upstream_needs_credential", Severity::Info)),
+            "{got:?}"
+        );
+        let f = findings(
+            &c,
+            &o,
+            &[Probe {
+                server: "claw-os".into(),
+                tools: None,
+                error: Some("ECONNREFUSED".into()),
+                stderr: None,
+            }],
+        );
+        assert!(
+            ids(&f).contains(&("proxy_upstream_unreachable", Severity::Fail)),
+            "{:?}",
+            ids(&f)
+        );
+    }
+
+    #[test]
+    fn what_the_model_sees_through_the_gateways_proxy_shows_no_credential() {
+        let o = opts(
+            r#""proxy": {"port": 4100, "servers": {"claw-os": {"upstream": {"url": "http://127.0.0.1:7/mcp"}}}}"#,
+        );
+        let clean = listed(
+            "claw-os",
+            json!([{ "name": "claw_notes", "inputSchema": { "type": "object", "properties": { "note": {} } } }]),
+        );
+        assert_eq!(
+            ids(&seen_through_proxy(&o, Some(&[clean]), None)),
+            [("proxy_schema_ok", Severity::Pass)]
+        );
+        let nested = listed(
+            "claw-os",
+            json!([{ "name": "claw_notes", "inputSchema": { "allOf": [{ "properties": { "auth_token": {} } }] } }]),
+        );
+        assert_eq!(
+            ids(&seen_through_proxy(&o, Some(&[nested]), None)),
+            [("proxy_schema_shows_credential", Severity::Critical)]
+        );
+        assert_eq!(
+            ids(&seen_through_proxy(&o, Some(&[]), None)),
+            [("proxy_unreachable", Severity::Fail)]
+        );
+        assert_eq!(
+            ids(&seen_through_proxy(&o, None, Some("no gateway"))),
+            [("proxy_unchecked", Severity::Info)]
+        );
+        assert!(seen_through_proxy(&opts(""), None, None).is_empty());
     }
 }

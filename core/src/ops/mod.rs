@@ -67,6 +67,14 @@ pub struct Live {
     /// Why `plugins` is missing, when OpenClaw was asked and did not answer.
     #[serde(default)]
     pub plugins_error: Option<String>,
+    /// Each proxied server's tool list as the gateway's own proxy serves it
+    /// (the `claw-identity.proxy` gateway method): what the model sees.
+    /// `None` when no gateway was asked.
+    #[serde(default)]
+    pub proxied: Option<Vec<mcp::Probe>>,
+    /// Why `proxied` is missing, when a gateway was asked and did not answer.
+    #[serde(default)]
+    pub proxied_error: Option<String>,
 }
 
 #[cfg(test)]

@@ -79,7 +79,7 @@ pub enum Credential {
 impl Credential {
     pub fn describe(&self, token_param: &str) -> String {
         match self {
-            Credential::Bearer => "the Authorization: Bearer header".into(),
+            Credential::Bearer => "the Authorization header (Bearer)".into(),
             Credential::Header(h) => format!("the {h} header"),
             Credential::Argument => format!("the tool argument {token_param}"),
             Credential::Env(e) => format!("the env var {e} of the agent's own server process"),

@@ -9,6 +9,7 @@
 //! - `tools/list` goes through [`schema::strip`]: the model never sees the
 //!   credential param or the params the layer fills;
 //! - only the gateway's own sockets get an answer ([`peer`]).
+//!
 //! JS carries bytes; what is forwarded, with which credential, is decided
 //! here.
 
@@ -173,7 +174,7 @@ fn redeem_quiet(
     let handle = arguments.remove(&opts.token_param);
     let Some(Value::String(handle)) = handle else {
         return Err(refuse(format!(
-            "it carries no claw-identity handle in {}: only a call OpenClaw ran through claw-identity's policy can use the proxy; do not retry it",
+            "it carries no claw-identity handle in {}; only a call OpenClaw ran through claw-identity's policy can use the proxy; do not retry it",
             opts.token_param
         )));
     };
@@ -203,6 +204,12 @@ fn redeem_quiet(
             shown(&grant.agent)
         )));
     };
+    // The conversation is claw-identity's param for claw-os's contract
+    // (the argument mode); an upstream that takes its credential out of
+    // band never declared it, and gets no session key of OpenClaw's.
+    if config.credential != Credential::Argument {
+        arguments.remove(&opts.rules.conversation_id.param);
+    }
     let credential = match &config.credential {
         Credential::Argument => {
             arguments.insert(

@@ -28,16 +28,34 @@ pub fn strip(opts: &Options, result: &mut Value) -> usize {
     };
     let mut taken = 0;
     for tool in tools {
-        let Some(schema) = tool.get_mut("inputSchema").and_then(Value::as_object_mut) else {
-            continue;
-        };
-        if let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) {
-            for n in names {
-                taken += usize::from(props.remove(n).is_some());
-            }
+        if let Some(schema) = tool.get_mut("inputSchema") {
+            taken += strip_schema(schema, &names);
         }
-        if let Some(required) = schema.get_mut("required").and_then(Value::as_array_mut) {
-            required.retain(|r| !names.iter().any(|n| r.as_str() == Some(n)));
+    }
+    taken
+}
+
+/// One schema's top level, and the parts it is built of (`allOf`, `anyOf`,
+/// `oneOf`), where a tool may declare its params too.
+fn strip_schema(schema: &mut Value, names: &[&str]) -> usize {
+    let Some(schema) = schema.as_object_mut() else {
+        return 0;
+    };
+    let mut taken = 0;
+    if let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+        for n in names {
+            taken += usize::from(props.remove(*n).is_some());
+        }
+    }
+    if let Some(required) = schema.get_mut("required").and_then(Value::as_array_mut) {
+        required.retain(|r| !names.iter().any(|n| r.as_str() == Some(n)));
+    }
+    for key in ["allOf", "anyOf", "oneOf"] {
+        if let Some(parts) = schema.get_mut(key).and_then(Value::as_array_mut) {
+            taken += parts
+                .iter_mut()
+                .map(|p| strip_schema(p, names))
+                .sum::<usize>();
         }
     }
     taken
@@ -56,9 +74,14 @@ mod tests {
                 "properties": {"q": {"type": "string"}, "auth_token": {"type": "string"}, "_conversation_id": {"type": "string"}},
                 "required": ["auth_token", "q"], "additionalProperties": false}},
             {"name": "bare", "inputSchema": {"type": "object"}},
+            {"name": "parts", "inputSchema": {"allOf": [{"properties": {"auth_token": {}}, "required": ["auth_token"]}]}},
             {"name": "odd"}
         ], "nextCursor": "2"});
-        assert_eq!(strip(&opts, &mut list), 2);
+        assert_eq!(strip(&opts, &mut list), 3);
+        assert_eq!(
+            list["tools"][2]["inputSchema"],
+            json!({"allOf": [{"properties": {}, "required": []}]})
+        );
         assert_eq!(
             list["tools"][0]["inputSchema"]["properties"],
             json!({"q": {"type": "string"}})

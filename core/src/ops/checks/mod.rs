@@ -135,6 +135,7 @@ const CHECKS: &[fn(&Inputs<'_>) -> Vec<Finding>] = &[
     exposure::posture,
     exposure::sandbox,
     after_hook_config,
+    proxy_routes,
     live_mcp,
     live_plugins,
 ];
@@ -159,12 +160,26 @@ fn after_hook_config(i: &Inputs<'_>) -> Vec<Finding> {
         .unwrap_or_default()
 }
 
+fn proxy_routes(i: &Inputs<'_>) -> Vec<Finding> {
+    i.config()
+        .map(|c| mcp::proxy_routes(c, &i.opts))
+        .unwrap_or_default()
+}
+
 fn live_mcp(i: &Inputs<'_>) -> Vec<Finding> {
     let Some(live) = i.live else {
         return Vec::new();
     };
     match i.config() {
-        Some(c) => mcp::findings(c, &i.opts, &live.servers),
+        Some(c) => {
+            let mut out = mcp::findings(c, &i.opts, &live.servers);
+            out.extend(mcp::seen_through_proxy(
+                &i.opts,
+                live.proxied.as_deref(),
+                live.proxied_error.as_deref(),
+            ));
+            out
+        }
         None => vec![Finding::doctor(
             "mcp_unchecked",
             super::finding::Severity::Skip,
