@@ -502,7 +502,7 @@ export interface McpServerLaunch {
  * `openclaw plugins inspect --all --runtime --json` (or why there is none).
  */
 export interface LiveFacts {
-  servers: Array<{ server: string; tools?: Array<{ name: string; inputSchema: unknown }>; error?: string; stderr?: string }>;
+  servers: Array<{ server: string; tools?: Array<{ name: string; inputSchema: unknown }>; error?: string; httpStatus?: number; stderr?: string }>;
   plugins?: unknown[];
   pluginsError?: string;
   /** Each proxied server's tools as the gateway's own proxy lists them (the `claw-identity.proxy` gateway method). */

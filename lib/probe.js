@@ -105,7 +105,9 @@ async function listOne(sdk, launch, clientInfo) {
     })();
     return { server: launch.server, tools: await Promise.race([work, total.promise]) };
   } catch (e) {
-    return { server: launch.server, error: String(e?.message ?? e), ...(stderr ? { stderr } : {}) };
+    // The SDK's StreamableHTTPError carries the HTTP status as `code`.
+    const httpStatus = Number.isInteger(e?.code) && e.code >= 100 && e.code < 600 ? e.code : undefined;
+    return { server: launch.server, error: String(e?.message ?? e), ...(httpStatus ? { httpStatus } : {}), ...(stderr ? { stderr } : {}) };
   } finally {
     total.clear();
     // Closing a stdio transport stops the server: stdin closed, then SIGTERM

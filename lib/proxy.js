@@ -106,7 +106,7 @@ class Proxied {
 
   /** The upstream client for `identity` (a redemption), opened on first use. */
   upstream(identity) {
-    const key = this.plan.credential.in === 'argument' ? '' : identity.key;
+    const key = identity.key;
     let u = this.upstreams.get(key);
     if (u === undefined) {
       u = { client: this.connect(identity), timer: undefined };
@@ -213,7 +213,16 @@ class Proxied {
         : (p) => extra.sendNotification({ method: 'notifications/progress', params: { ...p, progressToken } }).catch(() => {});
     // Cancellation: the front aborts `extra.signal`, and the SDK client
     // sends notifications/cancelled upstream.
-    return client.callTool({ name, arguments: r.arguments }, undefined, { signal: extra.signal, onprogress, resetTimeoutOnProgress: true });
+    try {
+      return await client.callTool({ name, arguments: r.arguments }, undefined, { signal: extra.signal, onprogress, resetTimeoutOnProgress: true });
+    } catch (e) {
+      // The upstream's own JSON-RPC errors go back as they came; a broken
+      // connection (a transport error, an HTTP status) is an error result,
+      // and the connection is opened afresh for the next call.
+      if (e instanceof this.sdk.types.McpError || extra.signal.aborted) throw e;
+      this.close(r.key);
+      return refused(`proxy: ${this.name} failed (${e?.message ?? e}); try again later`);
+    }
   }
 
   /** One HTTP request to this server's path. */

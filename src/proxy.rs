@@ -53,8 +53,8 @@ pub fn proxy_plan(env: Env) -> Result<Value> {
 
 /// Redeems a `tools/call` of `tool` on `server` (`arguments` as the
 /// proxy received them): `{ ok: true, agent, key, arguments, headers?,
-/// env? }`, where `key` names the agent's upstream connection (agent and
-/// token fingerprint), or `{ ok: false, reason }`. Logged either way.
+/// env? }`, where `key` names the upstream connection to use (`""`: the
+/// shared one), or `{ ok: false, reason }`. Logged either way.
 #[napi(catch_unwind, ts_return_type = "ProxyRedeemed")]
 pub fn proxy_redeem(env: Env, server: String, tool: String, arguments: Value) -> Result<Value> {
     let l = layer(&env)?;
@@ -80,7 +80,10 @@ fn redeemed_js(r: std::result::Result<Option<proxy::Redeemed>, proxy::Refusal>) 
             let mut out = json!({
                 "ok": true,
                 "agent": r.agent,
-                "key": format!("{}\u{0}{}", r.agent, r.fingerprint),
+                // The argument mode shares one upstream connection (the
+                // token travels in each call); the others have one per
+                // agent and token.
+                "key": if r.credential.is_none() { String::new() } else { format!("{}\u{0}{}", r.agent, r.fingerprint) },
                 "arguments": r.arguments,
             });
             match r.credential {

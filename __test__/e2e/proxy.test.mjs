@@ -523,6 +523,24 @@ describe('the MCP proxy in a real gateway', () => {
     });
   });
 
+  it('`openclaw claw-identity doctor --mcp` sees each server go through the proxy, its upstream answer, and what the model sees through the gateway\'s proxy', async () => {
+    const r = await h.openclaw(s.run, ['claw-identity', 'doctor', '--mcp', '--json'], {
+      env: { OPENCLAW_GATEWAY_TOKEN: s.run.gatewayToken },
+      label: 'ci-doctor-mcp',
+    });
+    const report = JSON.parse(r.stdout.slice(r.stdout.indexOf('{')));
+    const lines = report.checks.map((c) => `${c.status} ${c.check}: ${c.message}`);
+    const has = (status, re) => assert.ok(lines.some((l) => l.startsWith(status) && re.test(l)), `${status} ${re}:\n${lines.join('\n')}`);
+    for (const name of ['claw-os', 'notes-http', 'envsrv']) {
+      has('ok', new RegExp(`mcp\\.servers\\.${name} goes through claw-identity's proxy`));
+      has('ok', new RegExp(`through the gateway's proxy the model sees \\d+ tools of "${name}", none with auth_token`));
+    }
+    has('ok', /the upstream of "claw-os" answers/);
+    // notes-http refuses a list without a credential, and doctor sends none.
+    has('info', /the upstream of "notes-http" .*401/);
+    assert.ok(!lines.some((l) => /^fail .*proxy/.test(l)), lines.join('\n'));
+  });
+
   it('no token, nor a 16-hex piece of one, in any model request, transcript, log or hook record; none anywhere in the run but the map and the claw-os record', async () => {
     assert.ok(s.model.requests.length > 6, `only ${s.model.requests.length} model requests`);
     assert.deepEqual(

@@ -79,6 +79,17 @@ pub fn tool_id(safe_server: &str, tool: &str) -> String {
     )
 }
 
+/// The prefix of every tool id of the MCP server `server`, as the hook
+/// compares ids: its server part (`sanitizeServerName`, without the `-2`
+/// OpenClaw gives a server whose name collides with an earlier one's),
+/// lowercased, then `__`.
+pub fn server_prefix(server: &str) -> String {
+    format!(
+        "{}__",
+        fragment(server, "mcp", Some(SERVER_MAX)).to_lowercase()
+    )
+}
+
 /// `toolPrefix` as the hook will compare it: trimmed and lowercased, as
 /// OpenClaw normalizes the tool names it hands the hook, so `Claw-OS__` owns
 /// `claw-os__claw_notes`. The prefix names MCP tools (the layer's owned

@@ -14,7 +14,41 @@ use serde_json::Value;
 use super::finding::{Finding, Scope, Severity};
 use super::Live;
 use crate::openclaw::config::{OpenClawConfig, PLUGIN_ID};
+use crate::options::Options;
 use crate::redact::shown;
+
+/// The owned tools whose calls still carry the token: those of no server
+/// behind the MCP proxy (whose calls carry a handle), as `toolPrefix`
+/// names them; empty when the proxy serves every owned tool.
+fn carrying_token(opts: &Options) -> Vec<&str> {
+    let proxied: Vec<String> = opts
+        .proxy
+        .servers
+        .keys()
+        .map(|s| crate::openclaw::tool_names::server_prefix(s))
+        .collect();
+    opts.tool_prefixes
+        .iter()
+        .filter(|p| !proxied.iter().any(|q| p.starts_with(q.as_str())))
+        .map(String::as_str)
+        .collect()
+}
+
+/// Who gets a token in the params, said for the tools that carry one.
+fn with_token(opts: &Options) -> Option<String> {
+    let t = carrying_token(opts);
+    if t.is_empty() {
+        return None;
+    }
+    Some(if opts.proxy.servers.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " (for the tools of {}, which are not behind claw-identity's MCP proxy; the proxied servers' calls carry single-use handles)",
+            t.iter().map(|p| format!("\"{}*\"", shown(p))).collect::<Vec<_>>().join(", ")
+        )
+    })
+}
 
 /// How many characters of a backgrounded command's output OpenClaw puts in
 /// its completion notice (`DEFAULT_NOTIFY_SNIPPET_CHARS`,
@@ -27,7 +61,7 @@ fn on(v: Option<&Value>) -> bool {
 
 /// The findings the config alone gives: OTEL content capture, and exec
 /// completion notices for agents with a shell on the host.
-pub fn config_findings(c: &OpenClawConfig) -> Vec<Finding> {
+pub fn config_findings(c: &OpenClawConfig, opts: &Options) -> Vec<Finding> {
     let mut out = Vec::new();
     // resolveDiagnosticModelContentCapturePolicy (diagnostic-llm-content-*.mjs).
     if on(c.get(&["diagnostics", "otel", "captureContent"])) {
@@ -44,26 +78,39 @@ pub fn config_findings(c: &OpenClawConfig) -> Vec<Finding> {
         let fix = Some(
             "openclaw config set diagnostics.otel.captureContent false --strict-json".to_owned(),
         );
-        if off.is_empty() {
-            out.push(Finding {
-                id: "otel_captures_tokens",
-                severity: Severity::Critical,
-                label: "token export",
-                title: "OpenTelemetry content capture exports the tokens claw-identity injects",
-                detail: "diagnostics.otel.captureContent is true and OTEL tracing is on: OpenClaw exports each tool call's final params, the auth_token claw-identity set included, and its raw output, before claw-identity's redaction, to the OTEL collector".into(),
-                fix,
-                scope: Scope::Both,
-            });
-        } else {
-            out.push(Finding {
-                id: "otel_capture_inactive",
+        match with_token(opts) {
+            None => out.push(Finding {
+                id: "otel_captures_handles",
                 severity: Severity::Info,
                 label: "token export",
-                title: "OpenTelemetry content capture is set, but not active",
-                detail: format!("diagnostics.otel.captureContent is true but inactive ({}); once OTEL tracing is on, it exports every tool call's params, the injected tokens included", off.join(", ")),
-                fix,
+                title: "",
+                detail: "diagnostics.otel.captureContent is true: OpenClaw exports each tool call's final params and raw output to the OTEL collector; every owned tool is behind claw-identity's MCP proxy, so the params hold single-use handles, not tokens".into(),
+                fix: None,
                 scope: Scope::Both,
-            });
+            }),
+            Some(which) => {
+                if off.is_empty() {
+                    out.push(Finding {
+                        id: "otel_captures_tokens",
+                        severity: Severity::Critical,
+                        label: "token export",
+                        title: "OpenTelemetry content capture exports the tokens claw-identity injects",
+                        detail: format!("diagnostics.otel.captureContent is true and OTEL tracing is on: OpenClaw exports each tool call's final params, the auth_token claw-identity set included{which}, and its raw output, before claw-identity's redaction, to the OTEL collector"),
+                        fix,
+                        scope: Scope::Both,
+                    });
+                } else {
+                    out.push(Finding {
+                        id: "otel_capture_inactive",
+                        severity: Severity::Info,
+                        label: "token export",
+                        title: "OpenTelemetry content capture is set, but not active",
+                        detail: format!("diagnostics.otel.captureContent is true but inactive ({}); once OTEL tracing is on, it exports every tool call's params, the injected tokens included", off.join(", ")),
+                        fix,
+                        scope: Scope::Both,
+                    });
+                }
+            }
         }
     }
 
@@ -143,7 +190,7 @@ fn list(ids: &[&str]) -> String {
 /// Which other loaded plugins get the params after the rewrite, from what
 /// OpenClaw itself lists (`typedHooks`, `contracts.trustedToolPolicies`).
 /// A plugin's hook matcher is not listed, so a hook may skip the owned tools.
-pub fn plugin_findings(live: &Live) -> Vec<Finding> {
+pub fn plugin_findings(live: &Live, opts: &Options) -> Vec<Finding> {
     let Some(plugins) = &live.plugins else {
         let why = match &live.plugins_error {
             Some(e) => format!("OpenClaw did not list its plugins: {}", crate::redact::scrub(e)),
@@ -205,12 +252,23 @@ pub fn plugin_findings(live: &Live) -> Vec<Finding> {
             scope: Scope::Both,
         }];
     }
+    let Some(which) = with_token(opts) else {
+        return vec![Finding {
+            id: "token_readers",
+            severity: Severity::Pass,
+            label: "token readers",
+            title: "",
+            detail: format!("other loaded plugins get the params of the owned calls ({}), and every owned tool is behind claw-identity's MCP proxy: they see single-use handles, never a token", parts.join("; ")),
+            fix: None,
+            scope: Scope::Both,
+        }];
+    };
     vec![Finding {
         id: "token_readers",
         severity: Severity::Info,
         label: "token readers",
         title: "other loaded plugins get the params after claw-identity set the token",
-        detail: format!("OpenClaw hands these plugins the params with the real auth_token in them: {}. OpenClaw does not list a hook's matcher, so some may never see the owned tools; any that does can read, log or pass on the token", parts.join("; ")),
+        detail: format!("OpenClaw hands these plugins the params with the real auth_token in them{which}: {}. OpenClaw does not list a hook's matcher, so some may never see the owned tools; any that does can read, log or pass on the token", parts.join("; ")),
         fix: Some(format!("keep only plugins you trust with every agent's token; disable the others: openclaw plugins disable {}", readers.join(" "))),
         scope: Scope::Both,
     }]
@@ -220,6 +278,10 @@ pub fn plugin_findings(live: &Live) -> Vec<Finding> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn no_proxy() -> Options {
+        Options::from_json("{}").unwrap()
+    }
 
     fn ids(f: &[Finding]) -> Vec<(&str, Severity)> {
         f.iter().map(|f| (f.id, f.severity)).collect()
@@ -234,9 +296,12 @@ mod tests {
 
     #[test]
     fn content_capture_with_otel_on_is_a_critical_token_export() {
-        let f = config_findings(&cfg(&format!(
+        let f = config_findings(
+            &cfg(&format!(
             "{{ diagnostics: {{ otel: {{ enabled: true, captureContent: true }} }}, {SANDBOXED} }}"
-        )));
+        )),
+            &no_proxy(),
+        );
         assert_eq!(ids(&f), [("otel_captures_tokens", Severity::Critical)]);
         assert!(f[0].detail.contains("final params"), "{}", f[0].detail);
         assert_eq!(
@@ -248,27 +313,32 @@ mod tests {
             "otel: { captureContent: true }",
             "otel: { enabled: true, traces: false, captureContent: true }",
         ] {
-            let f = config_findings(&cfg(&format!(
-                "{{ diagnostics: {{ {off} }}, {SANDBOXED} }}"
-            )));
+            let f = config_findings(
+                &cfg(&format!("{{ diagnostics: {{ {off} }}, {SANDBOXED} }}")),
+                &no_proxy(),
+            );
             assert_eq!(
                 ids(&f),
                 [("otel_capture_inactive", Severity::Info)],
                 "{off}"
             );
         }
-        assert!(config_findings(&cfg(&format!(
-            "{{ diagnostics: {{ otel: {{ enabled: true }} }}, {SANDBOXED} }}"
-        )))
+        assert!(config_findings(
+            &cfg(&format!(
+                "{{ diagnostics: {{ otel: {{ enabled: true }} }}, {SANDBOXED} }}"
+            )),
+            &no_proxy()
+        )
         .is_empty());
     }
 
     #[test]
     fn notify_on_exit_is_a_warning_for_agents_with_a_shell_on_the_host() {
         // The defaults: no sandbox, exec allowed, notifyOnExit on.
-        let f = config_findings(&cfg(
-            r#"{ agents: { entries: { "paco--francis": {}, "paco--dali": {} } } }"#,
-        ));
+        let f = config_findings(
+            &cfg(r#"{ agents: { entries: { "paco--francis": {}, "paco--dali": {} } } }"#),
+            &no_proxy(),
+        );
         assert_eq!(ids(&f), [("exec_notify_on_exit", Severity::Warn)]);
         assert!(
             f[0].detail
@@ -290,18 +360,24 @@ mod tests {
             r#"tools: { exec: { notifyOnExit: false } }, agents: { entries: { a: {} } }"#.into(),
         ] {
             assert_eq!(
-                ids(&config_findings(&cfg(&format!("{{ {quiet} }}")))),
+                ids(&config_findings(
+                    &cfg(&format!("{{ {quiet} }}")),
+                    &no_proxy()
+                )),
                 [],
                 "{quiet}"
             );
         }
         // An agent's own setting wins over the global one, both ways.
-        let f = config_findings(&cfg(
-            r#"{ tools: { exec: { notifyOnExit: false } }, agents: { defaults: { sandbox: { mode: "all" } },
+        let f = config_findings(
+            &cfg(
+                r#"{ tools: { exec: { notifyOnExit: false } }, agents: { defaults: { sandbox: { mode: "all" } },
                  entries: { loud: { tools: { exec: { notifyOnExit: true } }, sandbox: { mode: "off" } },
                             quiet: { sandbox: { mode: "off" }, tools: { exec: { notifyOnExit: false } } },
                             routed: { tools: { exec: { host: "gateway", notifyOnExit: true } } } } } }"#,
-        ));
+            ),
+            &no_proxy(),
+        );
         assert_eq!(ids(&f), [("exec_notify_on_exit", Severity::Warn)]);
         assert!(
             f[0].detail.starts_with("agents \"loud\", \"routed\" have"),
@@ -313,6 +389,51 @@ mod tests {
             .as_deref()
             .unwrap()
             .contains("agents.entries.loud.tools.exec.notifyOnExit false"));
+    }
+
+    #[test]
+    fn behind_the_proxy_the_params_hold_handles_and_only_the_tools_outside_it_are_named() {
+        // A sandboxed default: no host shell, so only the export is found.
+        let otel = cfg(r#"{ diagnostics: { otel: { enabled: true, captureContent: true } }, agents: { defaults: { sandbox: { mode: "all" } } } }"#);
+        let all = Options::from_json(
+            r#"{"proxy": {"port": 9, "servers": {"claw-os": {"upstream": {"url": "http://h/"}}}}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            ids(&config_findings(&otel, &all)),
+            [("otel_captures_handles", Severity::Info)]
+        );
+        let some = Options::from_json(r#"{"toolPrefix": ["claw-os__", "notes__"], "proxy": {"port": 9, "servers": {"claw-os": {"upstream": {"url": "http://h/"}}}}}"#).unwrap();
+        let f = config_findings(&otel, &some);
+        assert_eq!(ids(&f), [("otel_captures_tokens", Severity::Critical)]);
+        assert!(
+            f[0].detail
+                .contains("for the tools of \"notes__*\", which are not behind"),
+            "{}",
+            f[0].detail
+        );
+        let live = Live {
+            plugins: Some(vec![inspected(
+                "audit-stamp",
+                "config",
+                "loaded",
+                &["after_tool_call"],
+                &[],
+            )]),
+            ..Live::default()
+        };
+        assert_eq!(
+            ids(&plugin_findings(&live, &all)),
+            [("token_readers", Severity::Pass)]
+        );
+        assert_eq!(
+            ids(&plugin_findings(&live, &some)),
+            [("token_readers", Severity::Info)]
+        );
+        assert_eq!(
+            ids(&plugin_findings(&live, &no_proxy())),
+            [("token_readers", Severity::Info)]
+        );
     }
 
     fn inspected(id: &str, origin: &str, status: &str, hooks: &[&str], policies: &[&str]) -> Value {
@@ -357,7 +478,7 @@ mod tests {
             ]),
             ..Live::default()
         };
-        let f = plugin_findings(&live);
+        let f = plugin_findings(&live, &no_proxy());
         assert_eq!(ids(&f), [("token_readers", Severity::Info)]);
         let d = &f[0].detail;
         assert!(d.contains("after_tool_call hooks, which get every call's params and result once it ran: \"tracer\""), "{d}");
@@ -389,17 +510,17 @@ mod tests {
             ..Live::default()
         };
         assert_eq!(
-            ids(&plugin_findings(&alone)),
+            ids(&plugin_findings(&alone, &no_proxy())),
             [("token_readers", Severity::Pass)]
         );
-        let f = plugin_findings(&Live::default());
+        let f = plugin_findings(&Live::default(), &no_proxy());
         assert_eq!(ids(&f), [("token_readers_unchecked", Severity::Info)]);
         assert!(f[0].detail.contains("runs without OpenClaw"));
         let failed = Live {
             plugins_error: Some("exit 1".into()),
             ..Live::default()
         };
-        assert!(plugin_findings(&failed)[0]
+        assert!(plugin_findings(&failed, &no_proxy())[0]
             .detail
             .ends_with("did not list its plugins: exit 1"));
     }

@@ -97,9 +97,16 @@ pub struct Explanation {
     pub ok: bool,
 }
 
-fn shown_value(v: &Value) -> String {
+fn shown_value(v: &Value, proxy: Option<&str>) -> String {
     match v {
         Value::String(s) if is_token(s) => format!("sha256:{}", redact::fingerprint(s)),
+        // A handle is worth nothing once shown, and nothing to the operator:
+        // what matters is where the token goes.
+        Value::String(s) if s.starts_with(crate::proxy::handles::PREFIX) => format!(
+            "a single-use handle ({}…), which the MCP proxy turns into the token in {}",
+            crate::proxy::handles::PREFIX,
+            proxy.unwrap_or("the upstream's credential")
+        ),
         Value::String(s) => format!("\"{}\"", shown(s)),
         other => shown(&other.to_string()),
     }
@@ -250,11 +257,14 @@ fn explain(args: &ExplainArgs<'_>, opts: &Options, d: &Decision<'_>) -> Explaine
         },
     };
     let (set, cleared) = d.patch().map(|p| p.entries(opts)).unwrap_or_default();
+    let place = crate::proxy::server_of(opts, args.tool)
+        .and_then(|s| opts.proxy.servers.get(s))
+        .map(|s| s.credential.describe(&opts.token_param));
     let sets: Vec<SetParam> = set
         .iter()
         .map(|(k, v)| SetParam {
             param: shown(k),
-            value: shown_value(v),
+            value: shown_value(v, place.as_deref()),
         })
         .collect();
     // As the hook: only a param the call holds needs taking out.
@@ -414,6 +424,21 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains(&T1[..16]));
+    }
+
+    #[test]
+    fn a_proxied_tool_shows_where_the_proxy_puts_the_token_not_a_handle() {
+        let (_dir, m, c) = setup(
+            "proxied",
+            "{ plugins: { entries: { 'claw-identity': { config: { posture: 'warn', proxy: { port: 9, servers: { 'claw-os': { upstream: { url: 'http://127.0.0.1:1/mcp' } } } } } } } } }",
+        );
+        let e = explain(&m, Some(&c), "paco--francis", "claw-os__claw_notes");
+        assert_eq!(e.sets[0].param, "auth_token");
+        assert_eq!(
+            e.sets[0].value,
+            "a single-use handle (clh1_…), which the MCP proxy turns into the token in the Authorization header (Bearer)"
+        );
+        assert!(!e.render().contains(&T1[..16]));
     }
 
     #[test]

@@ -260,6 +260,9 @@ pub struct Probe {
     /// The end of a stdio server's stderr, when it failed.
     #[serde(default)]
     pub stderr: Option<String>,
+    /// The HTTP status an HTTP server refused the list with.
+    #[serde(default)]
+    pub http_status: Option<u16>,
 }
 
 /// One entry of `tools/list`: its name and its input schema.
@@ -506,7 +509,8 @@ fn proxied_findings(
             );
             // An upstream that refuses a request with no credential answers:
             // the proxy lists with listAs's.
-            let (severity, id, title) = if why.contains("401") || why.contains("403") {
+            let status = probe.and_then(|p| p.http_status);
+            let (severity, id, title) = if matches!(status, Some(401 | 403)) {
                 (Severity::Info, "proxy_upstream_needs_credential", "")
             } else {
                 (
@@ -520,7 +524,11 @@ fn proxied_findings(
                 severity,
                 "mcp proxy",
                 title,
-                format!("the upstream of \"{server}\" ({}) answered no tool list to a request with no credential: {why}", l.shown()),
+                format!(
+                    "the upstream of \"{server}\" ({}) answered no tool list to a request with no credential{}: {why}",
+                    l.shown(),
+                    status.map(|s| format!(" (HTTP {s})")).unwrap_or_default()
+                ),
                 (severity == Severity::Fail).then(|| format!("check proxy.servers[\"{server}\"].upstream, and that the server runs; claw-identity doctor sends it no credential")),
             )];
         }
@@ -645,6 +653,7 @@ mod tests {
             tools: Some(serde_json::from_value(tools).unwrap()),
             error: None,
             stderr: None,
+            http_status: None,
         }
     }
 
@@ -865,6 +874,7 @@ mod tests {
             tools: None,
             error: Some("MCP error -32000: Connection closed".into()),
             stderr: Some(format!("boot\nfatal: bad key {secret}\n")),
+            http_status: None,
         };
         let f = findings(&c, &opts(""), &[p]);
         assert_eq!(ids(&f), [("mcp_unreachable", Severity::Critical)]);
@@ -975,8 +985,11 @@ mod tests {
                 Probe {
                     server: "notes".into(),
                     tools: None,
-                    error: Some("Error POSTing to endpoint (HTTP 401): unauthorized".into()),
+                    error: Some(
+                        "Streamable HTTP error: Error POSTing to endpoint: unauthorized".into(),
+                    ),
                     stderr: None,
+                    http_status: Some(401),
                 },
             ],
         );
@@ -997,6 +1010,7 @@ mod tests {
                 tools: None,
                 error: Some("ECONNREFUSED".into()),
                 stderr: None,
+                http_status: None,
             }],
         );
         assert!(

@@ -261,7 +261,7 @@ impl Options {
         // A proxied server's tools are owned: the proxy serves no call
         // without the handle the owned-tool rule writes.
         for name in proxy.servers.keys() {
-            let p = crate::proxy::tool_prefix(name);
+            let p = crate::openclaw::tool_names::server_prefix(name);
             if !tool_prefixes.contains(&p) {
                 tool_prefixes.push(p);
             }

@@ -32,14 +32,7 @@ pub use handles::{Grant, Refused};
 /// Rule id of the proxy's refusals.
 pub const RULE_ID: &str = crate::call::rule_id::PROXY;
 
-/// The tool-id prefix of a proxied server's tools, as the hook compares it:
-/// OpenClaw's server part of the id (`sanitizeServerName`, without the
-/// `-2` it gives a server whose name collides with an earlier one's),
-/// lowercased, then `__`.
-pub fn tool_prefix(server: &str) -> String {
-    let safe = tool_names::fragment(server, "mcp", Some(tool_names::SERVER_MAX));
-    format!("{}__", safe.to_lowercase())
-}
+pub use crate::openclaw::tool_names::server_prefix as tool_prefix;
 
 /// The proxied server `tool` (an id as the hook sees it) belongs to: the
 /// one with the longest matching prefix.

@@ -35,8 +35,8 @@ pub fn strip(opts: &Options, result: &mut Value) -> usize {
     taken
 }
 
-/// One schema's top level, and the parts it is built of (`allOf`, `anyOf`,
-/// `oneOf`), where a tool may declare its params too.
+/// One schema's top level, and the parts it is built of (allOf, anyOf,
+/// oneOf), where a tool may declare its params too.
 fn strip_schema(schema: &mut Value, names: &[&str]) -> usize {
     let Some(schema) = schema.as_object_mut() else {
         return 0;

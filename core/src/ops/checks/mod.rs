@@ -156,7 +156,7 @@ pub fn config_only(inputs: &Inputs<'_>) -> Vec<Finding> {
 
 fn after_hook_config(i: &Inputs<'_>) -> Vec<Finding> {
     i.config()
-        .map(after_hook::config_findings)
+        .map(|c| after_hook::config_findings(c, &i.opts))
         .unwrap_or_default()
 }
 
@@ -192,7 +192,7 @@ fn live_mcp(i: &Inputs<'_>) -> Vec<Finding> {
 
 fn live_plugins(i: &Inputs<'_>) -> Vec<Finding> {
     match (i.live, i.config()) {
-        (Some(live), Some(_)) => after_hook::plugin_findings(live),
+        (Some(live), Some(_)) => after_hook::plugin_findings(live, &i.opts),
         _ => Vec::new(),
     }
 }
