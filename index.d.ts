@@ -494,6 +494,8 @@ export interface McpServerLaunch {
   headers: Record<string, string>;
   connectTimeoutMs: number;
   requestTimeoutMs: number;
+  /** A proxied server's upstream, listed in place of OpenClaw's entry (which points at the proxy). */
+  proxied?: boolean;
 }
 
 /**

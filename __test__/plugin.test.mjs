@@ -65,7 +65,11 @@ test('every option in the configSchema is one the layer accepts, and no other', 
     rules: {},
     sandbox: { network: 'host', bwrap: '/usr/bin/bwrap', hide: ['/srv/secrets'] },
     posture: 'warn',
-    proxy: { port: 4100, handleTtlMs: 60000, servers: { notes: { upstream: { url: 'http://127.0.0.1:1/mcp' }, credential: { in: 'header', name: 'x-api-key' }, listAs: 'a' } } },
+    proxy: {
+      port: 4100,
+      handleTtlMs: 60000,
+      servers: { notes: { upstream: { url: 'http://127.0.0.1:1/mcp' }, credential: { in: 'header', name: 'x-api-key' }, listAs: 'a' } },
+    },
   };
   assert.deepEqual(props, Object.keys(samples).sort());
   const layer = new IdentityLayer({ ...samples, logger: captureLogger().logger });

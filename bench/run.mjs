@@ -1,8 +1,9 @@
 // npm run bench: per-call cost, reload latency and scale, side by side with
 // the plain-JS design, and the sandbox (a command next to a bare bwrap, a
-// turn on the event loop), in one process run on whichever Node runs it.
+// turn on the event loop), and the MCP proxy (a call through it next to a
+// direct call to the same upstream), in one process run on whichever Node runs it.
 //   --quick              fewer and shorter samples (a smoke run, not for numbers)
-//   --only=percall,reload,scale,sandbox (or redaction: the tool-result rows of percall alone)
+//   --only=percall,reload,scale,sandbox,proxy (or redaction: the tool-result rows of percall alone)
 //   --clock=wall|cpu     wall time (default), or process CPU time, which a
 //                        busy shared machine does not inflate by preemption
 //   --json=<file>        raw results, every sample
@@ -11,10 +12,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 
 import { clocks, fmtNs, fmtRatio, table } from './harness.mjs';
-import { REDACT_KB, perCall } from './percall.mjs';
-import { reloadLatency, wasmReloadLatency } from './reload.mjs';
-import { sandboxBench } from './sandbox.mjs';
-import { scale } from './scale.mjs';
+// Each section's module is loaded when the section runs: percall and reload
+// load the WebAssembly build, which `--only=sandbox,proxy` does not need.
 
 const args = Object.fromEntries(
   process.argv.slice(2).map((a) => {
@@ -54,11 +53,18 @@ const LABELS = {
   'w.plugin+log': '(w) WebAssembly build deployed: trusted policy + safety net, with logger (vs a deployed)',
   'w.m.small+log': "(w) WebAssembly build: the module's beforeToolCall, owned, 5 fields, with logger",
 };
-for (const kb of REDACT_KB) {
-  const size = kb >= 1024 ? `${kb / 1024} MB` : `${kb} KB`;
-  LABELS[`r.${kb}k.plain`] = `(r) plain-JS regex redactor, ${size} result, no token`;
-  LABELS[`r.${kb}k`] = `(r) tool-result middleware, ${size} result, no token (vs the regex)`;
-}
+
+Object.assign(LABELS, {
+  'p.direct': 'direct: an SDK client straight to the upstream, `Authorization: Bearer`',
+  'p.proxy': 'through the proxy: the trusted policy (mints the handle), then the call through the proxy',
+  'p.proxy.alone': 'the proxy alone: the same calls, timed from the handle in hand',
+  'p.policy': 'the trusted policy alone (beforeToolCall minting the handle), the same calls',
+  'p.direct.cold': 'direct, a new TCP connection per call',
+  'p.proxy.cold': 'through the proxy (policy + call), a new TCP connection per call',
+  'p.proxy.cold.alone': 'the proxy alone, a new TCP connection per call',
+  'p.hop': 'for scale: a bare HTTP hop in the gateway (node:http, bytes piped, the bearer added; no MCP, no handle, no peer check)',
+  'p.hop.cold': 'for scale: the bare hop, a new TCP connection per call',
+});
 
 LABELS['r.hex.plain'] = '(r) plain-JS regex redactor, 1 MB of sha256sum lines, no token';
 LABELS['r.hex'] = '(r) tool-result middleware, 1 MB of sha256sum lines, no token (vs the regex)';
@@ -79,7 +85,16 @@ console.log(
 const checks = [];
 const check = (what, ok, detail) => checks.push(`- [${ok ? 'x' : ' '}] ${what}: ${detail}`);
 
+let REDACT_KB = [];
 if (want('percall') || want('redaction')) {
+  const percall = await import('./percall.mjs');
+  const { perCall } = percall;
+  REDACT_KB = percall.REDACT_KB;
+  for (const kb of REDACT_KB) {
+    const size = kb >= 1024 ? `${kb / 1024} MB` : `${kb} KB`;
+    LABELS[`r.${kb}k.plain`] = `(r) plain-JS regex redactor, ${size} result, no token`;
+    LABELS[`r.${kb}k`] = `(r) tool-result middleware, ${size} result, no token (vs the regex)`;
+  }
   const samples = quick ? 5 : 15;
   const calls = quick ? 50_000 : 200_000;
   const redactionOnly = !want('percall');
@@ -141,6 +156,7 @@ function redactionChecks(row) {
 }
 
 if (want('reload')) {
+  const { reloadLatency, wasmReloadLatency } = await import('./reload.mjs');
   const rotations = quick ? 200 : 1000;
   const r = await reloadLatency({ rotations });
   results.reload = r;
@@ -171,6 +187,7 @@ if (want('reload')) {
 }
 
 if (want('scale')) {
+  const { scale } = await import('./scale.mjs');
   const rows = scale({ samples: quick ? 3 : 9, clock });
   results.scale = rows;
   const mib = (b) => (b / 2 ** 20).toFixed(b < 2 ** 20 ? 3 : 1);
@@ -202,6 +219,7 @@ if (want('scale')) {
 }
 
 if (want('sandbox')) {
+  const { sandboxBench } = await import('./sandbox.mjs');
   const r = await sandboxBench({ rounds: quick ? 30 : 200, turns: quick ? 100 : 500, coldTurns: quick ? 10 : 40 });
   results.sandbox = r;
   if (r.skipped) {
@@ -260,6 +278,145 @@ if (want('sandbox')) {
       );
     }
     check('a sandboxed exec of `true` at most 2x a bare bwrap of `true`', r.ratio.execVsBare <= 2, `${fmtRatio(r.ratio.execVsBare)}x`);
+  }
+}
+
+if (want('proxy')) {
+  const { proxyBench } = await import('./proxy.mjs');
+  const r = await proxyBench({ quick });
+  results.proxy = r;
+  if (r.skipped) {
+    console.log(`## MCP proxy: skipped, ${r.skipped}\n`);
+  } else {
+    const ms = (x) => (x === null ? '' : Math.abs(x) >= 10 ? x.toFixed(1) : Math.abs(x) >= 1 ? x.toFixed(2) : x.toFixed(3));
+    const sign = (x) => (x === null ? '' : `${x >= 0 ? '+' : ''}${ms(x)}`);
+    console.log(`## MCP proxy: one call at a time (${r.rounds.toLocaleString('en')} interleaved rounds, ${r.agents} agents in turn, ms, wall clock)\n`);
+    const seqRow = (id) => {
+      const x = r.seq[id];
+      return [
+        LABELS[`p.${id}`],
+        ms(x.p50),
+        ms(x.p99),
+        sign(x.overP50),
+        sign(x.overP99),
+        sign(x.pairedOver),
+        x.pairedRatio === null ? '' : fmtRatio(x.pairedRatio),
+      ];
+    };
+    console.log(
+      table(
+        ['path', 'p50', 'p99', 'p50 over direct', 'p99 over direct', 'paired over', 'paired ratio'],
+        ['direct', 'proxy', 'proxy.alone', 'policy', 'hop', 'direct.cold', 'proxy.cold', 'proxy.cold.alone', 'hop.cold'].map(seqRow),
+      ),
+    );
+    console.log(
+      `\n"over direct": the row's percentile less the direct row's (a new connection: less the direct row with a new connection). "paired": the median over rounds of the difference and of the ratio with the direct call of the same round. "A new TCP connection per call" is how OpenClaw's MCP client connects (buildMcpHttpFetch: fetchWithSsrFGuard makes an undici Agent per request and closes it after), so each of its calls is one new connection to the proxy, and one peer check. The upstream (an SDK server, stateful sessions, in a child process) received the arguments: ${r.forwarded.join(', ')}; the proxy's tools/list shows the properties: ${r.listedProperties.join(', ') || 'none'}. Failed calls while timing: ${r.failures}. Log lines: info ${r.logs.info.toLocaleString('en')}, warn ${r.logs.warn}, error ${r.logs.error}.\n`,
+    );
+    if (r.peer.length > 0) {
+      console.log(
+        `The peer check of a new connection alone (native.proxyPeer, on the thread pool; ${r.peer[0].n} checks in turn for each size of /proc/net/tcp, another process holding the extra connections, this process holding ${r.peer[0].fds} descriptors; ms):\n`,
+      );
+      console.log(
+        table(
+          ['/proc/net/tcp lines', 'extra connections held elsewhere', 'p50', 'p99'],
+          r.peer.map((p) =>
+            p.error
+              ? [String(p.tcpLines ?? ''), String(p.extra), p.error, '']
+              : [p.tcpLines.toLocaleString('en'), p.extra.toLocaleString('en'), ms(p.p50), ms(p.p99)],
+          ),
+        ),
+      );
+      console.log(
+        `\n/proc/net/tcp lines (every IPv4 socket of the network namespace, TIME_WAIT included): ${r.tcp.start.toLocaleString('en')} before the rows, ${r.tcp.afterOneByOne.toLocaleString('en')} after one call at a time, ${r.tcp.afterConcurrent.toLocaleString('en')} after 8 agents at once, ${r.tcp.afterLoop.toLocaleString('en')} after the event-loop rows: each call on a new connection leaves a TIME_WAIT socket for 60 s.\n`,
+      );
+    }
+    const c = r.conc;
+    console.log(`## MCP proxy: ${r.agents} agents at once (each its own client, ${r.calls} calls after one another, ${r.concRounds} interleaved rounds)\n`);
+    const concRow = (id) => [
+      LABELS[`p.${id}`],
+      Math.round(c[id].callsPerSec).toLocaleString('en'),
+      c[id].vsDirect === undefined ? '1' : fmtRatio(c[id].vsDirect),
+      ms(c[id].lat.p50),
+      ms(c[id].lat.p99),
+      ms(c[id].activeMsPerCall),
+      ms(c[id].busyMsPerCall),
+      ms(c[id].cpuMsPerCall),
+    ];
+    console.log(
+      table(
+        ['path', 'calls/s', 'vs direct', 'p50 ms', 'p99 ms', 'loop active ms/call', 'loop busy ms/call', 'process CPU ms/call'],
+        ['direct', 'proxy', 'direct.cold', 'proxy.cold'].map(concRow),
+      ),
+    );
+    console.log(
+      `\n"vs direct": the median over rounds of the proxy's throughput over the direct one's (with a new connection per call: over the direct one's with a new connection per call). "loop active": the time the gateway's event loop did not wait for events (eventLoopUtilization), per call; "loop busy": that less the loop thread's run-queue wait; "process CPU": the gateway process's CPU time (all its threads; the kernel counts it in ticks, so over many calls only), per call. The client's own work is in all three, on both rows.\n`,
+    );
+    const l = r.loop;
+    console.log(
+      `## MCP proxy: the event loop during ${r.agents} agents' calls at once (${r.loopCalls} calls each, ${r.loopRounds} rounds; every task the loop ran, from async_hooks; ms)\n`,
+    );
+    const loopRow = (id) => [
+      LABELS[`p.${id}`],
+      String(l[id].tasks),
+      l[id].tasksPerCall.toFixed(1),
+      ms(l[id].busy.p50),
+      ms(l[id].busy.p99),
+      ms(l[id].busy.max),
+      ms(l[id].wall.max),
+      ms(l[id].busyNoGcMax),
+      ms(l[id].notClientNoGcMax),
+      l[id].gcMax.kind === null ? 'none' : `${ms(l[id].gcMax.duration)} (${l[id].gcMax.kind}${l[id].gcMax.inTask ? '' : ', between tasks'})`,
+      `${(100 * l[id].coverage).toFixed(0)} %`,
+    ];
+    console.log(
+      table(
+        [
+          'path',
+          'tasks',
+          'per call',
+          'task busy p50',
+          'p99',
+          'max',
+          'max wall',
+          'max, no GC in it',
+          'max, no GC, not begun by the client',
+          'longest GC pause',
+          'coverage',
+        ],
+        ['direct', 'proxy', 'direct.cold', 'proxy.cold'].map(loopRow),
+      ),
+    );
+    console.log(
+      `\nA task: one callback the loop ran (I/O, a timer, a threadsafe function's call) with the microtasks and ticks after it: JS nothing interrupts. Its "wall" time errs high (the thread preempted counts), its "busy" time (less the thread's run-queue wait until the next task) errs low. The bench's clients run in this process too: "not begun by the client" leaves out the tasks that a read on a client socket began (the client's work, and on the proxy rows the trusted policy for its next call); what is left is the proxy's (its HTTP server, its upstream connections, the peer check's completion) and the timers and immediates of either side, so an upper bound of the proxy's. "longest GC pause": from PerformanceObserver, in the rounds of that row; V8 runs some collections as tasks of its own, outside any callback. "coverage": the tasks' time over the loop's active time (the rest: libuv and V8's own tasks). Promise hooks are on while tasks are recorded, which slows every task.\n`,
+    );
+    for (const [id, how] of [
+      ['proxy', 'kept-alive connections'],
+      ['proxy.cold', "a new connection per call, as OpenClaw's MCP client connects"],
+    ]) {
+      const x = r.seq[id];
+      const vs = r.seq[x.vs];
+      check(
+        `the proxy p50 overhead at most 0.3 ms (trusted policy + call through the proxy, vs a direct call; ${how})`,
+        x.overP50 <= 0.3,
+        `${ms(x.overP50)} ms (p50 ${ms(x.p50)} vs ${ms(vs.p50)}; paired ${ms(x.pairedOver)}; the proxy alone ${ms(r.seq[`${id}.alone`].overP50)}; a bare hop ${ms(r.seq[id.replace('proxy', 'hop')].overP50)})`,
+      );
+    }
+    const longest = (id) => {
+      const [by, o] = Object.entries(l[id].byOrigin)
+        .filter(([k]) => k !== 'client')
+        .reduce((a, b) => (b[1].maxNoGc > a[1].maxNoGc ? b : a), ['none', { maxNoGc: 0 }]);
+      return `${ms(o.maxNoGc)} (${by})`;
+    };
+    console.log(
+      `Longest task by what began it, GC excluded, client's reads left out: kept-alive ${longest('proxy')}; new connections ${longest('proxy.cold')}.\n`,
+    );
+    const worst = Math.max(l.proxy.notClientNoGcMax, l['proxy.cold'].notClientNoGcMax);
+    check(
+      "no task over 1 ms on the event loop in the proxy runs (longest task's busy time, GC and the client's socket reads left out)",
+      worst <= 1,
+      `${ms(worst)} ms (kept-alive ${ms(l.proxy.notClientNoGcMax)}, new connections ${ms(l['proxy.cold'].notClientNoGcMax)}; every task, GC included: ${ms(Math.max(l.proxy.busy.max, l['proxy.cold'].busy.max))}, wall ${ms(Math.max(l.proxy.wall.max, l['proxy.cold'].wall.max))}; the direct runs, every task: ${ms(Math.max(l.direct.busy.max, l['direct.cold'].busy.max))})`,
+    );
+    check('no failed call while timing', r.failures === 0, `${r.failures}`);
   }
 }
 

@@ -214,7 +214,7 @@ async function gatherLive(config, lib, io) {
   // What the model sees through the proxy: only the gateway can use it, so
   // the gateway lists each proxied server through it (lib/proxy.js).
   let proxied = {};
-  if (typeof io.callGateway === 'function') {
+  if (typeof io.callGateway === 'function' && launches.some((l) => l.proxied)) {
     try {
       proxied = { proxied: await io.callGateway('claw-identity.proxy', { timeout: '15000' }) };
     } catch (e) {

@@ -190,9 +190,13 @@ async function main() {
     );
     if (r1.code !== 0) throw new Error(`openclaw agent exited ${r1.code}: ${h.tail(r1)}`);
     const notes = h.readCalls(run).find((c) => c.tool === 'claw_notes');
-    out(`     the model's tools  claw-os__claw_notes(${offeredParams(model, 'claw-os__claw_notes').join(', ')})  ${dim('(no auth_token: the proxy takes it out of the schema)')}`);
+    out(
+      `     the model's tools  claw-os__claw_notes(${offeredParams(model, 'claw-os__claw_notes').join(', ')})  ${dim('(no auth_token: the proxy takes it out of the schema)')}`,
+    );
     out(`     the model sent     auth_token = ${yellow(fp(wrong1))}  ${dim('(42 characters it made up anyway)')}`);
-    out(`     OpenClaw's hooks   auth_token = ${cyan('clh1_…')}  ${dim('(a single-use handle, not the token: later hooks, OTEL and stored calls see only this)')}`);
+    out(
+      `     OpenClaw's hooks   auth_token = ${cyan('clh1_…')}  ${dim('(a single-use handle, not the token: later hooks, OTEL and stored calls see only this)')}`,
+    );
     out(`     claw-os received   Authorization: Bearer ${green(fp(notes.bearer))}  → ${bold(verdict(notes.bearer, tokens, wrong1))}`);
     out();
 

@@ -523,14 +523,18 @@ describe('the MCP proxy in a real gateway', () => {
     });
   });
 
-  it('`openclaw claw-identity doctor --mcp` sees each server go through the proxy, its upstream answer, and what the model sees through the gateway\'s proxy', async () => {
+  it("`openclaw claw-identity doctor --mcp` sees each server go through the proxy, its upstream answer, and what the model sees through the gateway's proxy", async () => {
     const r = await h.openclaw(s.run, ['claw-identity', 'doctor', '--mcp', '--json'], {
       env: { OPENCLAW_GATEWAY_TOKEN: s.run.gatewayToken },
       label: 'ci-doctor-mcp',
     });
     const report = JSON.parse(r.stdout.slice(r.stdout.indexOf('{')));
     const lines = report.checks.map((c) => `${c.status} ${c.check}: ${c.message}`);
-    const has = (status, re) => assert.ok(lines.some((l) => l.startsWith(status) && re.test(l)), `${status} ${re}:\n${lines.join('\n')}`);
+    const has = (status, re) =>
+      assert.ok(
+        lines.some((l) => l.startsWith(status) && re.test(l)),
+        `${status} ${re}:\n${lines.join('\n')}`,
+      );
     for (const name of ['claw-os', 'notes-http', 'envsrv']) {
       has('ok', new RegExp(`mcp\\.servers\\.${name} goes through claw-identity's proxy`));
       has('ok', new RegExp(`through the gateway's proxy the model sees \\d+ tools of "${name}", none with auth_token`));

@@ -47,6 +47,10 @@ pub struct Launch {
     /// The name its tool ids start with (`<safe>__<tool>`). Not for JS.
     #[serde(skip)]
     pub safe_name: String,
+    /// claw-identity's: the launch is of a proxied server's upstream
+    /// (`crate::ops::mcp::plan`), not of OpenClaw's entry.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub proxied: bool,
 }
 
 impl Launch {
@@ -199,6 +203,7 @@ pub fn launch(
             connect_timeout_ms,
             request_timeout_ms,
             safe_name: safe_name.to_owned(),
+            proxied: false,
         }
     } else {
         let transport = text_field(raw, "transport")
@@ -244,6 +249,7 @@ pub fn launch(
             connect_timeout_ms,
             request_timeout_ms,
             safe_name: safe_name.to_owned(),
+            proxied: false,
         }
     };
     if !missing.is_empty() {

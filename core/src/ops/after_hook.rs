@@ -394,7 +394,9 @@ mod tests {
     #[test]
     fn behind_the_proxy_the_params_hold_handles_and_only_the_tools_outside_it_are_named() {
         // A sandboxed default: no host shell, so only the export is found.
-        let otel = cfg(r#"{ diagnostics: { otel: { enabled: true, captureContent: true } }, agents: { defaults: { sandbox: { mode: "all" } } } }"#);
+        let otel = cfg(
+            r#"{ diagnostics: { otel: { enabled: true, captureContent: true } }, agents: { defaults: { sandbox: { mode: "all" } } } }"#,
+        );
         let all = Options::from_json(
             r#"{"proxy": {"port": 9, "servers": {"claw-os": {"upstream": {"url": "http://h/"}}}}}"#,
         )

@@ -154,7 +154,10 @@ pub fn plan(c: &OpenClawConfig, opts: &Options) -> Plan {
             None => raw,
         };
         match launch(name, safe, raw, &vars) {
-            Ok(l) => plan.launches.push(l),
+            Ok(mut l) => {
+                l.proxied = opts.proxy.servers.contains_key(name);
+                plan.launches.push(l)
+            }
             Err(why) => plan.found.push(found(
                 "mcp_server_unchecked",
                 Severity::Warn,
@@ -510,8 +513,19 @@ fn proxied_findings(
             // An upstream that refuses a request with no credential answers:
             // the proxy lists with listAs's.
             let status = probe.and_then(|p| p.http_status);
-            let (severity, id, title) = if matches!(status, Some(401 | 403)) {
+            let list_as = opts
+                .proxy
+                .servers
+                .get(&l.server)
+                .and_then(|p| p.list_as.as_deref());
+            let (severity, id, title) = if matches!(status, Some(401 | 403)) && list_as.is_some() {
                 (Severity::Info, "proxy_upstream_needs_credential", "")
+            } else if matches!(status, Some(401 | 403)) {
+                (
+                    Severity::Fail,
+                    "proxy_upstream_needs_list_as",
+                    "a proxied server lists nothing without a credential, and no listAs agent is set: OpenClaw gets none of its tools",
+                )
             } else {
                 (
                     Severity::Fail,
@@ -529,7 +543,11 @@ fn proxied_findings(
                     l.shown(),
                     status.map(|s| format!(" (HTTP {s})")).unwrap_or_default()
                 ),
-                (severity == Severity::Fail).then(|| format!("check proxy.servers[\"{server}\"].upstream, and that the server runs; claw-identity doctor sends it no credential")),
+                match (severity, id) {
+                    (Severity::Fail, "proxy_upstream_needs_list_as") => Some(format!("name the agent whose credential lists its tools: openclaw config set plugins.entries.{PLUGIN_ID}.config.proxy.servers.{server}.listAs '\"<agent id>\"' --strict-json")),
+                    (Severity::Fail, _) => Some(format!("check proxy.servers[\"{server}\"].upstream, and that the server runs; claw-identity doctor sends it no credential")),
+                    _ => None,
+                },
             )];
         }
     };
@@ -943,7 +961,7 @@ mod tests {
         let o = opts(
             r#""proxy": {"port": 4100, "servers": {
                 "claw-os": {"upstream": {"url": "http://127.0.0.1:7/mcp"}, "credential": {"in": "argument"}},
-                "notes": {"upstream": {"url": "http://127.0.0.1:8/mcp"}}}}"#,
+                "notes": {"upstream": {"url": "http://127.0.0.1:8/mcp"}, "listAs": "paco--francis"}}}"#,
         );
         let c = config(
             r#"{ "claw-os": { url: "http://127.0.0.1:4100/claw-os", transport: "streamable-http" },
@@ -1001,6 +1019,30 @@ mod tests {
         assert!(
             got.contains(&("proxy_upstream_needs_credential", Severity::Info)),
             "{got:?}"
+        );
+        // Without listAs, OpenClaw would list nothing: a failure, with its fix.
+        let bare = opts(
+            r#""proxy": {"port": 4100, "servers": {"notes": {"upstream": {"url": "http://127.0.0.1:8/mcp"}}}}"#,
+        );
+        let c2 = config(
+            r#"{ notes: { url: "http://127.0.0.1:4100/notes", transport: "streamable-http" } }"#,
+        );
+        let refused = Probe {
+            server: "notes".into(),
+            tools: None,
+            error: Some("unauthorized".into()),
+            stderr: None,
+            http_status: Some(401),
+        };
+        let f = findings(&c2, &bare, &[refused]);
+        assert_eq!(ids(&f), [("proxy_upstream_needs_list_as", Severity::Fail)]);
+        assert!(
+            f[0].fix
+                .as_deref()
+                .unwrap()
+                .contains("proxy.servers.notes.listAs"),
+            "{:?}",
+            f[0].fix
         );
         let f = findings(
             &c,
