@@ -13,7 +13,8 @@ import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { beforeToolCall, buildInfo, configure, startMcpProxy, stats } from './helpers/subject.mjs';
+import { contained } from './helpers/posture.mjs';
+import plugin, { beforeToolCall, buildInfo, configure, startMcpProxy, stats } from './helpers/subject.mjs';
 import { captureLogger, fingerprint, randomToken, recordEmitted, spawnNode, tempDir, waitFor, writeMap, writeMapAtomic } from './helpers/support.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -322,4 +323,63 @@ test('no token or piece of one in any line the proxy logged; each redemption is 
     ),
   );
   assert.match(all, /proxy: claw-os\/claw_notes was not called: its handle is unknown or already spent/);
+});
+
+test("in a gateway the proxy is the plugin service's: a port taken is an error in the log and each server's error in doctor's check, and the next start serves", async () => {
+  // Runs last: registering the plugin puts its own layer in force.
+  const port = await freePort();
+  const squatter = net.createServer().listen(port, '127.0.0.1');
+  await new Promise((r) => squatter.once('listening', r));
+  const gw = captureLogger();
+  const methods = {};
+  const services = [];
+  const api = {
+    pluginConfig: undefined,
+    registrationMode: 'full',
+    logger: gw.logger,
+    on() {},
+    registerTrustedToolPolicy() {},
+    registerService: (svc) => services.push(svc),
+    registerGatewayMethod: (name, handler) => {
+      methods[name] = handler;
+    },
+  };
+  const pluginConfig = {
+    tokenMapPath: mapFile,
+    proxy: { port, servers: { 'claw-os': { upstream: { url: upstreams.claw }, credential: { in: 'argument' } } } },
+  };
+  const ctx = { config: contained({ plugins: { entries: { 'claw-identity': { config: pluginConfig } } } }) };
+  plugin.register({ ...api, pluginConfig });
+  const ask = () => new Promise((resolve) => methods['claw-identity.proxy']({ respond: (ok, payload) => resolve({ ok, payload }) }));
+  const [service] = services;
+  try {
+    service.start(ctx);
+    await waitFor(() => gw.has(/MCP proxy did not start: .*EADDRINUSE/), { what: 'the start error' });
+    const down = await ask();
+    assert.equal(down.ok, true);
+    assert.equal(down.payload[0].server, 'claw-os');
+    assert.match(down.payload[0].error, /the MCP proxy is not running in this gateway \(.*EADDRINUSE/);
+    service.stop(ctx);
+    await new Promise((r) => squatter.close(r));
+    service.start(ctx);
+    await waitFor(() => gw.has(new RegExp(`MCP proxy on 127\\.0\\.0\\.1:${port}`)), { what: 'the proxy up' });
+    const up = await ask();
+    assert.deepEqual(
+      up.payload.map((p) => [p.server, p.error]),
+      [['claw-os', undefined]],
+    );
+    assert.ok(up.payload[0].tools.some((t) => t.name === 'claw_notes'));
+    assert.ok(up.payload[0].tools.every((t) => !Object.hasOwn(t.inputSchema.properties ?? {}, 'auth_token')));
+  } finally {
+    service.stop(ctx);
+  }
+  // Stopped with the service: the port is free again.
+  await waitFor(
+    () =>
+      new Promise((resolve) => {
+        const probe = net.createServer().once('error', () => resolve(false));
+        probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
+      }),
+    { what: 'the port freed' },
+  );
 });

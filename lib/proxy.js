@@ -324,9 +324,14 @@ const SLOT = Symbol.for('claw-identity.mcp-proxy');
  * process, as OpenClaw's client gets it: `[{ server, tools } | { server,
  * error }]`. No tool is called, no handle is made.
  */
-export async function listThroughProxy() {
-  const running = globalThis[SLOT]?.running;
-  if (!running) throw new Error('the MCP proxy is not running in this gateway (no proxy.servers in the options, or it failed to start: see the gateway log)');
+export async function listThroughProxy(native) {
+  const g = globalThis[SLOT];
+  const running = g?.running;
+  if (!running) {
+    // Planned but not running (it failed to start: its port taken, say): each server's tools are missing.
+    const why = `the MCP proxy is not running in this gateway${g?.lastError ? ` (${g.lastError})` : ''}`;
+    return (native.proxyPlan()?.servers ?? []).map((s) => ({ server: s.name, error: why }));
+  }
   const { Client, StreamableHTTPClientTransport } = running.sdk;
   return Promise.all(
     Object.entries(running.urls).map(async ([server, url]) => {
@@ -360,7 +365,10 @@ export function proxyService(native, logger) {
   globalThis[SLOT] ??= { users: 0, plan: 'null', running: null, queue: Promise.resolve() };
   const g = globalThis[SLOT];
   const serially = (f) => {
-    g.queue = g.queue.then(f).catch((e) => logger.error?.(`[claw-identity] MCP proxy: ${e?.message ?? e}`));
+    g.queue = g.queue.then(f).catch((e) => {
+      g.lastError = String(e?.message ?? e);
+      logger.error?.(`[claw-identity] MCP proxy did not start: ${g.lastError}; the proxied servers' calls fail until it does`);
+    });
     return g.queue;
   };
   const settle = async () => {
@@ -373,6 +381,7 @@ export function proxyService(native, logger) {
     if (plan !== 'null') {
       g.running = await startProxy({ native, logger });
       g.plan = plan;
+      g.lastError = undefined;
     }
   };
   return {

@@ -46,7 +46,7 @@ export function registerOperatorSurfaces(api, native, lib) {
   api.registerGatewayMethod?.(
     'claw-identity.proxy',
     ({ respond }) =>
-      listThroughProxy().then(
+      listThroughProxy(native).then(
         (servers) => respond(true, servers),
         (e) => respond(false, { message: String(e?.message ?? e) }),
       ),
