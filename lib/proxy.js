@@ -15,6 +15,7 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 
@@ -64,6 +65,18 @@ export async function proxySdk(entry = process.argv[1]) {
 /** A refused call, as the model sees it: an error result, not a JSON-RPC error (three of those pause the server in OpenClaw). */
 const refused = (reason) => ({ content: [{ type: 'text', text: reason }], isError: true });
 
+/**
+ * A single JSON-RPC `tools/call` request, or a cancellation (which may name
+ * one): what `forward` takes. A batch, or anything else, goes to the SDK.
+ */
+const isToolCall = (m) =>
+  m !== null &&
+  typeof m === 'object' &&
+  !Array.isArray(m) &&
+  m.jsonrpc === '2.0' &&
+  ((m.method === 'tools/call' && (typeof m.id === 'string' || typeof m.id === 'number') && typeof m.params?.name === 'string') ||
+    m.method === 'notifications/cancelled');
+
 /** Reads a JSON body (the SDK's transport takes it parsed). */
 function body(req) {
   return new Promise((resolve, reject) => {
@@ -102,6 +115,14 @@ class Proxied {
     this.upstreams = new Map();
     /** Front transports by MCP session id. */
     this.sessions = new Map();
+    /** Forwarded calls by (front session, request id): the upstream session a cancellation goes to. */
+    this.inflight = new Map();
+    /** An HTTP upstream's calls are forwarded as bytes on kept-alive connections (`forward`). */
+    if (plan.upstream.url !== undefined) {
+      const url = new URL(plan.upstream.url);
+      const mod = url.protocol === 'https:' ? https : http;
+      this.direct = { url, request: mod.request, agent: new mod.Agent({ keepAlive: true }) };
+    }
   }
 
   /** The upstream client for `identity` (a redemption), opened on first use. */
@@ -225,6 +246,86 @@ class Proxied {
     }
   }
 
+  /**
+   * A `tools/call` to an HTTP upstream, forwarded as bytes: Rust redeems
+   * the handle and gives the arguments and the credential, the request goes
+   * up on the agent's upstream session (the SDK client opened it), and the
+   * upstream's answer (JSON, or SSE with the call's progress) comes back as
+   * it is: the JSON-RPC id and any progress token are the caller's own.
+   * The SDK server and client each side cost more than the hop itself
+   * (BENCHMARKS.md, "MCP proxy"). Cancellation reaches the upstream too:
+   * the caller's `notifications/cancelled` names the same request id, and
+   * goes up on the same session (`inflight`).
+   */
+  async forward(sessionId, session, msg, req, res) {
+    const answer = (result) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': sessionId });
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
+    };
+    if (msg.method === 'notifications/cancelled') {
+      const up = this.inflight.get(`${sessionId}\u0000${msg.params?.requestId}`);
+      // Not a forwarded call's: the SDK's (a list, say).
+      if (up === undefined) return session.transport.handleRequest(req, res, msg);
+      this.post(up, req)
+        .on('response', (r) => r.resume())
+        .on('error', () => {})
+        .end(JSON.stringify(msg));
+      res.writeHead(202).end();
+      return;
+    }
+    const r = this.native.proxyRedeem(this.name, String(msg.params?.name), msg.params?.arguments ?? {});
+    if (!r.ok) return answer(refused(r.reason));
+    let client;
+    try {
+      client = await this.upstream(r);
+    } catch (e) {
+      return answer(refused(`proxy: ${this.name} could not be reached (${e?.message ?? e}); try again later`));
+    }
+    const up = { key: r.key, headers: r.headers ?? {}, session: client.transport.sessionId, version: client.transport.protocolVersion };
+    const key = `${sessionId}\u0000${msg.id}`;
+    this.inflight.set(key, up);
+    const done = () => this.inflight.delete(key);
+    const body = JSON.stringify({ ...msg, params: { ...msg.params, arguments: r.arguments } });
+    const out = this.post(up, req);
+    out.on('response', (upRes) => {
+      if (upRes.statusCode !== 200) {
+        upRes.resume();
+        done();
+        // A session the upstream dropped (404) or refused: opened afresh next time.
+        this.close(up.key);
+        return answer(refused(`proxy: ${this.name} answered HTTP ${upRes.statusCode}; try again`));
+      }
+      res.writeHead(200, { 'content-type': upRes.headers['content-type'] ?? 'application/json', 'mcp-session-id': sessionId });
+      upRes.pipe(res);
+      upRes.on('end', done);
+      upRes.on('error', done);
+    });
+    out.on('error', (e) => {
+      done();
+      this.close(up.key);
+      if (!res.headersSent) answer(refused(`proxy: ${this.name} failed (${e?.message ?? e}); try again later`));
+      else res.destroy();
+    });
+    // The caller gave up: so does the upstream request.
+    res.on('close', () => {
+      if (!res.writableFinished) out.destroy();
+    });
+    out.end(body);
+  }
+
+  /** A POST of one JSON-RPC message on an upstream session. */
+  post(up, req) {
+    const headers = {
+      ...this.plan.upstream.headers,
+      ...up.headers,
+      'content-type': 'application/json',
+      accept: req.headers.accept ?? 'application/json, text/event-stream',
+    };
+    if (up.session !== undefined) headers['mcp-session-id'] = up.session;
+    if (up.version !== undefined) headers['mcp-protocol-version'] = up.version;
+    return this.direct.request(this.direct.url, { method: 'POST', headers, agent: this.direct.agent });
+  }
+
   /** One HTTP request to this server's path. */
   async handle(req, res) {
     const id = req.headers['mcp-session-id'];
@@ -232,6 +333,7 @@ class Proxied {
     if (typeof id === 'string') {
       const s = this.sessions.get(id);
       if (s === undefined) return reply(res, 404, 'unknown MCP session');
+      if (this.direct !== undefined && isToolCall(parsed)) return this.forward(id, s, parsed, req, res);
       return s.transport.handleRequest(req, res, parsed);
     }
     if (req.method !== 'POST' || !this.sdk.types.isInitializeRequest(parsed)) return reply(res, 400, 'no MCP session: initialize first');
@@ -248,6 +350,7 @@ class Proxied {
   }
 
   async stop() {
+    this.direct?.agent.destroy();
     for (const s of this.sessions.values()) await s.server.close().catch(() => {});
     this.sessions.clear();
     await Promise.all([...this.upstreams.keys()].map((k) => this.close(k)));
