@@ -15,7 +15,18 @@ import { fileURLToPath } from 'node:url';
 
 import { contained } from './helpers/posture.mjs';
 import plugin, { beforeToolCall, buildInfo, configure, startMcpProxy, stats } from './helpers/subject.mjs';
-import { captureLogger, fingerprint, randomToken, recordEmitted, spawnNode, tempDir, waitFor, writeMap, writeMapAtomic } from './helpers/support.mjs';
+import {
+  captureLogger,
+  fingerprint,
+  nodeCommand,
+  randomToken,
+  recordEmitted,
+  spawnNode,
+  tempDir,
+  waitFor,
+  writeMap,
+  writeMapAtomic,
+} from './helpers/support.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const FIXTURES = path.join(root, '__test__', 'e2e', 'fixtures');
@@ -77,6 +88,9 @@ let proxy;
 const clients = {};
 const upstreams = {};
 
+const [envCommand, envArgs] = nodeCommand([path.join(FIXTURES, 'env-server.mjs'), '--log', envLog]);
+const envUpstream = { command: envCommand, args: envArgs };
+
 /** Configures the layer with the suite's three servers (and `extra` proxy options). */
 function configureSuite(extra = {}) {
   return configure({
@@ -89,7 +103,8 @@ function configureSuite(extra = {}) {
       servers: {
         'claw-os': { upstream: { url: upstreams.claw }, credential: { in: 'argument' } },
         notes: { upstream: { url: upstreams.header }, credential: { in: 'header', name: 'X-Api-Key' }, listAs: FRANCIS },
-        envsrv: { upstream: { command: process.execPath, args: [path.join(FIXTURES, 'env-server.mjs'), '--log', envLog] }, credential: { in: 'env' } },
+        // The proxy starts it: through the emulator where the suite runs under one (the arm64 run).
+        envsrv: { upstream: envUpstream, credential: { in: 'env' } },
         rich: { upstream: { url: upstreams.rich }, credential: { in: 'argument' } },
       },
     },

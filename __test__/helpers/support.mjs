@@ -181,7 +181,7 @@ export const NATIVE_ADDON = `claw-identity.linux-${process.arch}-gnu.node`;
  * CLAW_IDENTITY_TEST_EMULATOR (a JSON array: the command and its arguments) and
  * the child is started through it.
  */
-function nodeCommand(args) {
+export function nodeCommand(args) {
   const emulator = process.env.CLAW_IDENTITY_TEST_EMULATOR ? JSON.parse(process.env.CLAW_IDENTITY_TEST_EMULATOR) : [];
   if (emulator.length === 0) return [process.execPath, args];
   return [emulator[0], [...emulator.slice(1), process.execPath, ...args]];

@@ -39,10 +39,44 @@ pub fn own_connection(client_port: u16, server_port: u16) -> Option<bool> {
 
 /// The inode of the client end of the established TCP connection
 /// `127.0.0.1:client_port` → `127.0.0.1:server_port` in this network
-/// namespace, from the kernel's sock_diag (`inet_diag_find_one_icsk`):
-/// `None` when there is none.
+/// namespace: `None` when there is none. From the kernel's sock_diag
+/// (`inet_diag_find_one_icsk`), or, where the kernel offers none (no
+/// `inet_diag` module; qemu-user, which runs the arm64 tests), from
+/// `/proc/net/tcp`, whose read grows with every socket of the namespace.
 #[cfg(target_os = "linux")]
 pub fn client_inode(client_port: u16, server_port: u16) -> std::io::Result<Option<u32>> {
+    match diag_inode(client_port, server_port) {
+        Err(e)
+            if e.raw_os_error() == Some(libc::EPROTONOSUPPORT)
+                || e.raw_os_error() == Some(libc::EINVAL) =>
+        {
+            let tcp = std::fs::read_to_string("/proc/net/tcp")?;
+            Ok(table_inode(&tcp, client_port, server_port))
+        }
+        other => other,
+    }
+}
+
+/// The client socket's inode from the text of `/proc/net/tcp` (`sl
+/// local_address rem_address st ... uid timeout inode`, addresses as
+/// `%08X:%04X` of the kernel's 32-bit value).
+pub fn table_inode(tcp: &str, client_port: u16, server_port: u16) -> Option<u32> {
+    let loopback = format!("{:08X}", u32::from_ne_bytes([127, 0, 0, 1]));
+    let local = format!("{loopback}:{client_port:04X}");
+    let remote = format!("{loopback}:{server_port:04X}");
+    tcp.lines().skip(1).find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        // 01: ESTABLISHED.
+        if f.len() > 9 && f[1] == local && f[2] == remote && f[3] == "01" {
+            f[9].parse().ok().filter(|i| *i != 0)
+        } else {
+            None
+        }
+    })
+}
+
+#[cfg(target_os = "linux")]
+fn diag_inode(client_port: u16, server_port: u16) -> std::io::Result<Option<u32>> {
     use netlink_packet_core::{NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_REQUEST};
     use netlink_packet_sock_diag::constants::{AF_INET, IPPROTO_TCP};
     use netlink_packet_sock_diag::inet::{ExtensionFlags, InetRequest, SocketId, StateFlags};
@@ -114,6 +148,19 @@ fn holds_socket(inode: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_table_gives_the_client_end_by_both_ports() {
+        let lo = format!("{:08X}", u32::from_ne_bytes([127, 0, 0, 1]));
+        let tcp = format!(
+            "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
+             0: {lo}:4974 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 111 1\n\
+             1: {lo}:4974 {lo}:D431 01 00000000:00000000 00:00000000 00000000     0        0 222 1\n\
+             2: {lo}:D431 {lo}:4974 01 00000000:00000000 00:00000000 00000000     0        0 333 1\n"
+        );
+        assert_eq!(table_inode(&tcp, 0xD431, 0x4974), Some(333));
+        assert_eq!(table_inode(&tcp, 0xD432, 0x4974), None);
+    }
 
     #[cfg(target_os = "linux")]
     #[test]
