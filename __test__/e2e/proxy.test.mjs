@@ -413,8 +413,8 @@ describe('the MCP proxy in a real gateway', () => {
       );
       // `openclaw gateway run` runs the gateway in a child process of its own.
       assert.ok(
-        h.descendants(s.gateway.pid).includes(child.gatewayPid),
-        `the probe ran in pid ${child.gatewayPid}, not in the gateway (under ${s.gateway.pid})`,
+        h.descendants(s.run.gateway.pid).includes(child.gatewayPid),
+        `the probe ran in pid ${child.gatewayPid}, not in the gateway (under ${s.run.gateway.pid})`,
       );
     }
     const u = upstream(`outside ${tag}`);

@@ -163,7 +163,7 @@ describe('the claw-identity sandbox in a real gateway', () => {
     assert.equal(results.length, 1);
     assert.match(results[0], /refused ECONNREFUSED/);
     assert.match(results[0], /No such process/);
-    assert.equal(s.gateway.alive(), true);
+    assert.equal(s.run.gateway.alive(), true);
   });
 
   it('a PTY, and a background process that process writes to, polls and kills', async () => {
@@ -227,7 +227,7 @@ describe('the claw-identity sandbox in a real gateway', () => {
     assert.match(text, /did not run, in the sandbox or on the host/, h.tail(refused));
     assert.deepEqual(results, [], 'exec ran');
     assert.equal(fs.existsSync(marker_), false, 'the command ran on the host');
-    assert.equal(s.gateway.alive(), true);
+    assert.equal(s.run.gateway.alive(), true);
   });
 });
 
@@ -266,7 +266,7 @@ function scripts(st) {
     gateway: [
       exec(
         () =>
-          `TOKEN=$(sed -n 's/.*"token": *"\\([0-9a-f]*\\)".*/\\1/p' '${st.run.configPath}' 2>/dev/null); ${node('fetch("http://127.0.0.1:" + process.argv[1] + "/", {headers: {authorization: "Bearer " + process.argv[2]}}).then((r) => console.log("status", r.status), (e) => console.log("refused", e.cause?.code))', st.run.gatewayPort, '"$TOKEN"')}; kill -9 ${st.gateway.pid}`,
+          `TOKEN=$(sed -n 's/.*"token": *"\\([0-9a-f]*\\)".*/\\1/p' '${st.run.configPath}' 2>/dev/null); ${node('fetch("http://127.0.0.1:" + process.argv[1] + "/", {headers: {authorization: "Bearer " + process.argv[2]}}).then((r) => console.log("status", r.status), (e) => console.log("refused", e.cause?.code))', st.run.gatewayPort, '"$TOKEN"')}; kill -9 ${st.run.gateway.pid}`,
       ),
     ],
     // A PTY; then a background command that reads a line: process writes it, polls, and kills a second one.
