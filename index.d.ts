@@ -173,6 +173,12 @@ export interface McpProxy {
  * plans (the plugin's gateway service does this; `openclaw agent --local`
  * starts no services). Resolves to `null` when it plans none. Only this
  * process's own connections get an answer (Linux, native build).
+ *
+ * The proxy keeps the port, servers and upstream addresses it started
+ * with; what each call is worth (its handle, the credential and where it
+ * goes) is decided by the layer in force at that call. After a
+ * `configure()` that changes `proxy`, `stop()` it and start it again (the
+ * plugin's service does this by itself).
  */
 export function startMcpProxy(options?: { logger?: Logger }): Promise<McpProxy | null>;
 

@@ -13,7 +13,8 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import { parseArgs } from 'node:util';
 
-import { firstMcpSdk, hostMcpSdk, inspectPlugins, listTools, ownMcpSdk } from './probe.js';
+import { firstMcpSdk } from './mcp-sdk.js';
+import { hostMcpSdk, inspectPlugins, listTools, ownMcpSdk } from './probe.js';
 
 const EXIT_OK = 0;
 const EXIT_PROBLEM = 1;

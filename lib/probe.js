@@ -8,9 +8,7 @@
 //   (`openclaw plugins inspect --all --runtime --json`).
 // Which servers, and what their schemas mean, Rust decides.
 import { spawn } from 'node:child_process';
-import fs from 'node:fs';
-import { createRequire } from 'node:module';
-import { pathToFileURL } from 'node:url';
+import { hostMcpSdk as hostSdk, ownMcpSdk as ownSdk } from './mcp-sdk.js';
 
 /** The SDK modules the probe uses, by their paths in the SDK package. */
 const SDK_MODULES = {
@@ -19,41 +17,11 @@ const SDK_MODULES = {
   SSEClientTransport: 'client/sse.js',
   StreamableHTTPClientTransport: 'client/streamableHttp.js',
 };
-const SDK = '@modelcontextprotocol/sdk';
 
-/** The SDK installed with this package (an optional dependency). */
-export async function ownMcpSdk() {
-  const out = {};
-  for (const [name, sub] of Object.entries(SDK_MODULES)) out[name] = (await import(`${SDK}/${sub}`))[name];
-  return out;
-}
-
-/**
- * The SDK of the OpenClaw running this process (it depends on it): resolved
- * from the running `openclaw` entry point, which an installed plugin's own
- * node_modules does not reach.
- */
-export async function hostMcpSdk(entry = process.argv[1]) {
-  const require = createRequire(fs.realpathSync(entry));
-  const out = {};
-  for (const [name, sub] of Object.entries(SDK_MODULES)) out[name] = (await import(pathToFileURL(require.resolve(`${SDK}/${sub}`)).href))[name];
-  return out;
-}
-
-/** The first of `loaders` that loads; the error says where the SDK was looked for. */
-export async function firstMcpSdk(loaders) {
-  const tried = [];
-  for (const [where, load] of loaders) {
-    try {
-      return await load();
-    } catch (e) {
-      tried.push(`${where}: ${e?.code ?? e?.message ?? e}`);
-    }
-  }
-  throw new Error(
-    `the MCP SDK (${SDK}) is not installed (${tried.join('; ')}): install it next to claw-identity (npm install ${SDK}), or run openclaw claw-identity, which uses OpenClaw's`,
-  );
-}
+/** The SDK installed with this package. */
+export const ownMcpSdk = () => ownSdk(SDK_MODULES);
+/** The SDK of the OpenClaw running this process (`lib/mcp-sdk.js`). */
+export const hostMcpSdk = (entry) => hostSdk(SDK_MODULES, entry);
 
 /** Rejects after `ms` with `what` timed out; `clear()` cancels it. */
 function deadline(ms, what) {

@@ -13,17 +13,14 @@
 // is an argument); header and env modes need one per agent, and a stdio
 // upstream one child per agent.
 import { randomUUID } from 'node:crypto';
-import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
-import { createRequire } from 'node:module';
-import { pathToFileURL } from 'node:url';
+import { firstMcpSdk, hostMcpSdk, ownMcpSdk } from './mcp-sdk.js';
 
 /** An upstream connection unused this long is closed (a stdio child exits). */
 const IDLE_MS = 5 * 60 * 1000;
 /** Longest request body the front reads (a tool call's arguments). */
 const MAX_BODY = 16 * 1024 * 1024;
-const SDK = '@modelcontextprotocol/sdk';
 const SDK_MODULES = {
   Server: 'server/index.js',
   StreamableHTTPServerTransport: 'server/streamableHttp.js',
@@ -34,32 +31,12 @@ const SDK_MODULES = {
   types: 'types.js',
 };
 
-/**
- * The MCP SDK: OpenClaw's own (the gateway's entry point depends on it),
- * else the one installed with this package.
- */
-export async function proxySdk(entry = process.argv[1]) {
-  const tries = [];
-  const from = async (resolve) => {
-    const out = {};
-    for (const [name, sub] of Object.entries(SDK_MODULES)) {
-      const m = await import(resolve(`${SDK}/${sub}`));
-      out[name] = name === 'types' ? m : m[name];
-    }
-    return out;
-  };
-  try {
-    const require = createRequire(fs.realpathSync(entry));
-    return await from((s) => pathToFileURL(require.resolve(s)).href);
-  } catch (e) {
-    tries.push(`OpenClaw's: ${e?.code ?? e?.message}`);
-  }
-  try {
-    return await from((s) => s);
-  } catch (e) {
-    tries.push(`claw-identity's: ${e?.code ?? e?.message}`);
-  }
-  throw new Error(`the MCP proxy needs the MCP SDK (${SDK}), found neither (${tries.join('; ')}): install it next to claw-identity`);
+/** The MCP SDK: OpenClaw's own (the gateway's entry point depends on it), else the one installed with this package. */
+export function proxySdk(entry = process.argv[1]) {
+  return firstMcpSdk([
+    ["OpenClaw's", () => hostMcpSdk(SDK_MODULES, entry)],
+    ["claw-identity's", () => ownMcpSdk(SDK_MODULES)],
+  ]);
 }
 
 /** A refused call, as the model sees it: an error result, not a JSON-RPC error (three of those pause the server in OpenClaw). */

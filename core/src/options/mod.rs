@@ -260,10 +260,9 @@ impl Options {
         };
         // A proxied server's tools are owned: the proxy serves no call
         // without the handle the owned-tool rule writes.
-        for name in proxy.servers.keys() {
-            let p = crate::openclaw::tool_names::server_prefix(name);
-            if !tool_prefixes.contains(&p) {
-                tool_prefixes.push(p);
+        for server in proxy.servers.values() {
+            if !tool_prefixes.contains(&server.tool_prefix) {
+                tool_prefixes.push(server.tool_prefix.clone());
             }
         }
 

@@ -31,6 +31,10 @@ pub struct ProxyServer {
     /// requests that carry no handle, so name no agent); `None`: they go
     /// without one.
     pub list_as: Option<String>,
+    /// The prefix OpenClaw gives this server's tool ids
+    /// (`crate::openclaw::tool_names::server_prefix`), computed once: every
+    /// owned call looks its server up by it.
+    pub tool_prefix: String,
 }
 
 /// Where a proxied server really is.
@@ -199,12 +203,14 @@ impl RawProxy {
             if raw.list_as.as_deref() == Some("") {
                 return Err(format!("{at}.listAs must name an agent of the token map"));
             }
+            let tool_prefix = crate::openclaw::tool_names::server_prefix(&name);
             servers.insert(
                 name,
                 ProxyServer {
                     upstream: raw.upstream,
                     credential,
                     list_as: raw.list_as,
+                    tool_prefix,
                 },
             );
         }

@@ -32,18 +32,15 @@ pub use handles::{Grant, Refused};
 /// Rule id of the proxy's refusals.
 pub const RULE_ID: &str = crate::call::rule_id::PROXY;
 
-pub use crate::openclaw::tool_names::server_prefix as tool_prefix;
-
 /// The proxied server `tool` (an id as the hook sees it) belongs to: the
 /// one with the longest matching prefix.
 pub fn server_of<'o>(opts: &'o Options, tool: &str) -> Option<&'o str> {
     opts.proxy
         .servers
-        .keys()
-        .map(|s| (s, tool_prefix(s)))
-        .filter(|(_, p)| tool.starts_with(p.as_str()))
-        .max_by_key(|(_, p)| p.len())
-        .map(|(s, _)| s.as_str())
+        .iter()
+        .filter(|(_, s)| tool.starts_with(s.tool_prefix.as_str()))
+        .max_by_key(|(_, s)| s.tool_prefix.len())
+        .map(|(name, _)| name.as_str())
 }
 
 /// `d` for a call to a proxied server: the token it injects becomes a
