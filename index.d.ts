@@ -56,8 +56,10 @@ export interface IdentityOptions {
    */
   maxStaleSeconds?: number;
   /**
-   * `"auto"`: inotify on the map's directory, falling back to polling when it
-   * cannot be set up. `"poll"`: content-comparing polling only (network file systems).
+   * `"auto"`: file-system events on the map's directories (inotify on the
+   * native build, Node's `fs.watch` on the WebAssembly build), falling back to
+   * polling when they cannot be set up. `"poll"`: content-comparing polling
+   * only (network file systems).
    * @default "auto"
    */
   watcher?: 'auto' | 'poll';
@@ -308,7 +310,7 @@ export interface IdentityStats {
    * and the token's fingerprint.
    */
   redactionHits: number;
-  /** `"inotify"`, `"poll"` (always, on the WebAssembly build), `"starting"` or `"closed"`. */
+  /** `"inotify"` (native build), `"fs.watch"` (WebAssembly build), `"poll"`, `"starting"` or `"closed"`. */
   watcher: string;
   tokenMapPath: string;
   /** Whether the agents are contained, as judged from OpenClaw's config. */

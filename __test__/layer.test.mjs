@@ -265,7 +265,7 @@ test('stats report the map and per-outcome counters, and never a token', () => {
   assert.equal(s.injected, 1);
   assert.equal(s.missing, 1);
   assert.equal(s.passed, 2);
-  assert.equal(s.watcher, buildInfo.native ? 'inotify' : 'poll');
+  assert.equal(s.watcher, buildInfo.native ? 'inotify' : 'fs.watch');
   for (const t of Object.values(tokens)) assert.ok(!JSON.stringify(s).includes(t.slice(0, 16)));
   layer.close();
 });

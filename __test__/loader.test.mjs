@@ -72,7 +72,7 @@ for (const [what, facts, reason] of wasmCases) {
   test(`on ${what}, index.js loads the WebAssembly build instead of throwing, and it injects`, () => {
     const r = load(facts);
     assert.deepEqual(r.buildInfo, { name: 'wasm32-wasi', native: false, reason });
-    assert.equal(r.watcher, 'poll');
+    assert.equal(r.watcher, 'fs.watch');
     assert.equal(r.fp, r.expected);
     assert.deepEqual(r.written, { agents: 1, mode: '600', dirMode: '700' });
     assert.equal(r.doctorOk, true);

@@ -4,21 +4,24 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { IdentityLayer, buildInfo } from './helpers/subject.mjs';
+import { Worker } from 'node:worker_threads';
+
+import { IdentityLayer, buildInfo, entryUrl } from './helpers/subject.mjs';
 import { captureLogger, randomToken, tempDir, waitFor, writeMap, writeMapAtomic } from './helpers/support.mjs';
 
 const A = 'paco--francis';
 const B = 'paco--dali';
 const call = (layer, agentId) => layer.beforeToolCall({ toolName: 'claw-os__claw_notes', params: {} }, { agentId })?.params?.auth_token;
 
-// The WebAssembly build's watcher polls, every 500 ms by default (its
-// latency is measured in bench/): here every 10 ms, so that the hundreds of
-// map changes below don't each wait half a second. Its code is the same.
-const poll = buildInfo.native ? {} : { pollIntervalMs: 10 };
+// Each build's own events: inotify from the native build's thread, Node's
+// fs.watch on the WebAssembly build's JS thread (its heartbeat, every 500 ms,
+// is only the net for writers no event shows).
+const EVENTS = buildInfo.native ? 'inotify' : 'fs.watch';
 
 function open(file, options = {}) {
   const log = captureLogger();
-  const layer = new IdentityLayer({ tokenMapPath: file, logger: log.logger, ...poll, ...options });
+  const layer = new IdentityLayer({ tokenMapPath: file, logger: log.logger, ...options });
+  if (options.watcher !== 'poll') assert.equal(layer.stats().watcher, EVENTS);
   return { layer, log };
 }
 
@@ -38,6 +41,60 @@ test('an atomic rename-over is served, once per change', async () => {
   await waitFor(() => layer.stats().reloads === 21, { what: '21 reloads' });
   assert.equal(layer.stats().reloadErrors, 0);
   layer.close();
+});
+
+test('with no timer running, renames and a directory deleted and made again are in force from their events alone', async () => {
+  const dir = path.join(tempDir(), 'cfg');
+  fs.mkdirSync(dir, { mode: 0o700 });
+  const file = path.join(dir, 'm.json');
+  writeMap(file, { [A]: randomToken() });
+  // A worker whose setInterval starts nothing: the WebAssembly build's
+  // heartbeat (its only timer) never ticks, so only fs.watch can reload.
+  const source = `
+    import { parentPort, workerData } from 'node:worker_threads';
+    let timers = 0;
+    globalThis.setInterval = () => (timers++, { unref() {}, ref() {} });
+    const { IdentityLayer } = await import(workerData.entryUrl);
+    const layer = new IdentityLayer({ tokenMapPath: workerData.file, logger: { info() {}, warn() {}, error() {} } });
+    const served = () => layer.beforeToolCall({ toolName: 'claw-os__claw_notes', params: {} }, { agentId: ${JSON.stringify(A)} })?.params?.auth_token;
+    parentPort.on('message', async (token) => {
+      while (served() !== token) await new Promise((r) => setTimeout(r, 1));
+      parentPort.postMessage({ timers, watcher: layer.stats().watcher, reloads: layer.stats().reloads });
+    });
+    parentPort.postMessage({ ready: true });
+  `;
+  const worker = new Worker(new URL(`data:text/javascript,${encodeURIComponent(source)}`), { workerData: { entryUrl, file } });
+  const next = () =>
+    new Promise((resolve, reject) => {
+      worker.once('message', resolve);
+      worker.once('error', reject);
+    });
+  const served = async (t, what) => {
+    worker.postMessage(t);
+    return Promise.race([next(), new Promise((_, no) => setTimeout(() => no(new Error(`${what} was never served`)), 10_000))]);
+  };
+  try {
+    await next();
+    let last;
+    for (let i = 0; i < 5; i++) {
+      const t = randomToken();
+      writeMapAtomic(file, { [A]: t });
+      last = await served(t, `rotation ${i}`);
+    }
+    assert.deepEqual(last, { timers: buildInfo.native ? 0 : 1, watcher: EVENTS, reloads: 6 });
+    // The directory's inode number often comes back: only the event naming
+    // the deleted directory tells its watch is dead.
+    for (let round = 0; round < 5; round++) {
+      fs.rmSync(dir, { recursive: true });
+      fs.mkdirSync(dir, { mode: 0o700 });
+      const t = randomToken();
+      writeMapAtomic(file, { [A]: t });
+      last = await served(t, `the map in the directory made again, round ${round}`);
+    }
+    assert.equal(last.watcher, EVENTS);
+  } finally {
+    await worker.terminate();
+  }
 });
 
 test('a touch that leaves the content unchanged is not a reload', async () => {

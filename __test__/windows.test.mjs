@@ -123,7 +123,15 @@ const MAP = `${MAP_DIR}\\agent-tokens.json`;
  * agent makes after the MCP one. Returns what the layer did, and which
  * paths fs-safe asked PowerShell about.
  */
-function onWindows({ dirAcl = descriptor(ME, PRIVATE), mapAcl = descriptor(ME, PRIVATE), options = {}, powershell = true, calls = [], rewrite = false } = {}) {
+function onWindows({
+  dirAcl = descriptor(ME, PRIVATE),
+  mapAcl = descriptor(ME, PRIVATE),
+  options = {},
+  powershell = true,
+  calls = [],
+  rewrite = false,
+  rotate = false,
+} = {}) {
   const drives = tempDir();
   const onDisk = path.join(drives, 'C', 'Users', 'me', '.config', 'micelclaw');
   fs.mkdirSync(onDisk, { recursive: true, mode: 0o700 });
@@ -136,7 +144,11 @@ function onWindows({ dirAcl = descriptor(ME, PRIVATE), mapAcl = descriptor(ME, P
   fs.writeFileSync(log, '');
   // `rewrite`: the operator's writer replaces the map, by its Windows path, before the layer starts.
   const rewritten = rewrite ? randomToken() : null;
+  // `rotate`: the writer replaces it again once the layer runs, with no
+  // timer running, so that only fs.watch's event can put it in force.
+  const rotated = rotate ? randomToken() : null;
   const script = `
+    if (${rotate}) globalThis.setInterval = () => ({ unref() {}, ref() {} });
     const { IdentityLayer, buildInfo, doctor, fingerprint, writeTokenMapSync } = await import('claw-identity');
     const written = ${rewrite} ? writeTokenMapSync(${JSON.stringify(MAP)}, { 'paco--francis': process.env.FAKE_NEW_TOKEN }) : null;
     const lines = [];
@@ -149,11 +161,20 @@ function onWindows({ dirAcl = descriptor(ME, PRIVATE), mapAcl = descriptor(ME, P
       return d?.block ? d.blockReason : 'pass';
     });
     const stats = layer.stats();
+    let rotated = null;
+    if (${rotate}) {
+      writeTokenMapSync(${JSON.stringify(MAP)}, { 'paco--francis': process.env.FAKE_ROTATED_TOKEN });
+      for (let i = 0; i < 10000 && rotated === null; i++) {
+        const t = layer.beforeToolCall({ toolName: 'claw-os__claw_notes', params: {} }, agent)?.params?.auth_token;
+        if (t === process.env.FAKE_ROTATED_TOKEN) rotated = fingerprint(t);
+        else await new Promise((resolve) => setTimeout(resolve, 1));
+      }
+    }
     // Log lines are delivered from the JS thread's queue: let it run once.
     await new Promise((resolve) => setImmediate(resolve));
     layer.close();
     const report = doctor({});
-    console.log(JSON.stringify({ buildInfo, written, fp: r?.params?.auth_token ? fingerprint(r.params.auth_token) : null, calls, loaded: stats.loaded, lastError: stats.lastError, lines, doctor: { ok: report.ok, text: report.text, map: report.report?.map } }));`;
+    console.log(JSON.stringify({ buildInfo, written, fp: r?.params?.auth_token ? fingerprint(r.params.auth_token) : null, watcher: stats.watcher, rotated, calls, loaded: stats.loaded, lastError: stats.lastError, lines, doctor: { ok: report.ok, text: report.text, map: report.report?.map } }));`;
   const env = {
     ...process.env,
     PATH: powershell ? [fakeBin, process.env.PATH].join(path.delimiter) : process.env.PATH,
@@ -162,6 +183,7 @@ function onWindows({ dirAcl = descriptor(ME, PRIVATE), mapAcl = descriptor(ME, P
     FAKE_WINDOWS_LOG: log,
     USERPROFILE: PROFILE,
     ...(rewritten && { FAKE_NEW_TOKEN: rewritten }),
+    ...(rotated && { FAKE_ROTATED_TOKEN: rotated }),
     NODE_NO_WARNINGS: '1',
   };
   delete env.HOME;
@@ -180,7 +202,7 @@ function onWindows({ dirAcl = descriptor(ME, PRIVATE), mapAcl = descriptor(ME, P
     .filter(Boolean)
     .map((l) => JSON.parse(l));
   const files = fs.readdirSync(onDisk);
-  return { ...out, asked, files, dir: MAP_DIR, map: MAP, expected: fingerprint(rewritten ?? token) };
+  return { ...out, asked, files, dir: MAP_DIR, map: MAP, expected: fingerprint(rewritten ?? token), expectedRotated: rotated && fingerprint(rotated) };
 }
 
 test('on Windows, index.js picks the WebAssembly build, and a map only the user, SYSTEM and Administrators reach is served', () => {
@@ -284,11 +306,13 @@ test("on Windows, the default map is found under the user's profile, and the age
   assert.equal(r.doctor.ok, true, r.doctor.text);
 });
 
-test("on Windows, the operator's writer replaces the map by its Windows path, and the layer serves the new one", () => {
-  const r = onWindows({ rewrite: true });
+test("on Windows, the operator's writer replaces the map by its Windows path, and the layer serves the new one, from fs.watch's event alone", () => {
+  const r = onWindows({ rewrite: true, rotate: true });
   assert.equal(r.written?.agents, 1, JSON.stringify(r.written));
   assert.equal(r.loaded, true, r.lastError);
   assert.equal(r.fp, r.expected);
+  assert.equal(r.watcher, 'fs.watch');
+  assert.equal(r.rotated, r.expectedRotated, 'the rotation after start was never served');
   // The rename left no temporary file beside it.
   assert.deepEqual(r.files, ['agent-tokens.json']);
 });

@@ -1,7 +1,8 @@
 // claw-identity's WebAssembly build: the same Rust as the native builds,
 // compiled for wasm32-wasip1-threads and run by Node's WASI through
-// @napi-rs/wasm-runtime (emnapi). It starts no threads: its watcher polls
-// from a JS timer on this thread (core/src/watcher/poll.rs, src/bridge/poll.rs), and it checks owners
+// @napi-rs/wasm-runtime (emnapi). It starts no threads: its watcher runs on
+// this thread, on Node's fs.watch and a heartbeat timer (core/src/watcher/node.rs,
+// src/bridge/watch.rs), and it checks owners
 // and modes, which WASI lacks, through Node's fs (src/bridge/host_fs.js), or
 // on Windows owners and DACLs, through OpenClaw's fs-safe.
 'use strict';

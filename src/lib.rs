@@ -172,7 +172,7 @@ impl IdentityLayer {
         let options = JsOptions::read(options)?;
         let inner = JsLayer::new(&env, &options, None)?;
         #[cfg(target_os = "wasi")]
-        bridge::poll::start(&env, &inner)?;
+        bridge::watch::start(&env, &inner)?;
         bridge::tiers::install_hook(&env, *this, &inner)?;
         Ok(IdentityLayer { inner })
     }
@@ -197,7 +197,7 @@ impl IdentityLayer {
             Error::from_reason(format!("claw-identity: cannot start the map watcher: {e}"))
         })?;
         #[cfg(target_os = "wasi")]
-        bridge::poll::start(&env, &self.inner)?;
+        bridge::watch::start(&env, &self.inner)?;
         Ok(())
     }
 }

@@ -44,6 +44,7 @@ for (const name of [
   'accessSync',
   'readlinkSync',
   'rmSync',
+  'watch',
 ]) {
   const real = fs[name];
   fs[name] = (p, ...rest) => real(onLinux(p), ...rest);

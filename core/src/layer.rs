@@ -275,7 +275,7 @@ impl Layer {
             .map(|_| self.generation.load(Ordering::Relaxed))
     }
 
-    /// How often the WebAssembly build's timer calls [`Layer::poll`]: every
+    /// How often the WebAssembly build's heartbeat timer ticks: every
     /// heartbeat, or every `pollIntervalMs` if that is shorter.
     #[cfg(target_os = "wasi")]
     pub fn poll_every(&self) -> Duration {
@@ -284,17 +284,19 @@ impl Layer {
         ))
     }
 
-    /// One tick of the WebAssembly build's watcher, if watcher `generation`
-    /// still runs; false once it doesn't (the timer then stops).
+    /// Hands the WebAssembly build's watcher what its bridge saw, if
+    /// watcher `generation` still runs, and says what to watch now; `None`
+    /// once it doesn't (the bridge then stops its timer and watches).
     #[cfg(target_os = "wasi")]
-    pub fn poll(&self, generation: u64) -> bool {
+    pub fn watcher_input(
+        &self,
+        generation: u64,
+        input: crate::watcher::Input<'_>,
+    ) -> Option<crate::watcher::Watch> {
         let mut slot = self.watcher.lock();
         match slot.as_mut() {
-            Some(w) if self.generation.load(Ordering::Relaxed) == generation => {
-                w.tick();
-                true
-            }
-            _ => false,
+            Some(w) if self.generation.load(Ordering::Relaxed) == generation => Some(w.on(input)),
+            _ => None,
         }
     }
 

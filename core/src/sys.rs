@@ -14,8 +14,9 @@
 //! DACL instead, as OpenClaw's fs-safe reads them, and the gate decides on
 //! those ([`Access::Windows`], `crate::acl`).
 //!
-//! The WebAssembly build runs no threads of its own (the watcher polls from
-//! a JS timer), so every host call is made on the JS thread.
+//! The WebAssembly build runs no threads of its own (its watcher runs on
+//! Node's `fs.watch` and a JS timer), so every host call is made on the JS
+//! thread.
 
 use std::fs::File;
 use std::io;

@@ -15,6 +15,6 @@ pub mod js;
 pub mod layer;
 pub mod params;
 pub mod persist;
-#[cfg(target_os = "wasi")]
-pub mod poll;
 pub mod tiers;
+#[cfg(target_os = "wasi")]
+pub mod watch;

@@ -78,7 +78,7 @@ pub fn configure(env: &Env, options: Option<Js<'_>>) -> Result<Reference<Identit
     let previous = state.current();
     let inner = JsLayer::new(env, &options, previous.as_ref().map(|p| &p.layer))?;
     #[cfg(target_os = "wasi")]
-    super::poll::start(env, &inner)?;
+    super::watch::start(env, &inner)?;
     let next = IdentityLayer::into_reference(IdentityLayer::from_js(inner.clone()), *env)?;
     // SAFETY: a reference of this env, read back within this callback.
     let object = unsafe {

@@ -84,10 +84,12 @@ pub enum OnMissingToken {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum WatchMode {
-    /// inotify on the map's directory, falling back to polling when it can't be set up.
+    /// File-system events on the map's directories (inotify on the native
+    /// build, Node's `fs.watch` on the WebAssembly build), falling back to
+    /// polling when they can't be set up.
     #[default]
     Auto,
-    /// Content-comparing polling only (network file systems deliver no inotify events).
+    /// Content-comparing polling only (network file systems deliver no events).
     Poll,
 }
 

@@ -16,10 +16,8 @@
 //! which also catches a directory replaced behind our back, and compares the
 //! file's identity and metadata, for writers no watch sees.
 
-use std::collections::VecDeque;
-use std::ffi::OsString;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::Arc;
@@ -29,6 +27,7 @@ use std::time::{Duration, Instant};
 use notify::event::ModifyKind;
 use notify::{EventKind, PollWatcher, RecursiveMode};
 
+use super::chain::{dirs_of, resolve_chain};
 use super::{now_ns, racy, stamp_of, Backend, Handler, OnFallback, Stamp, Trigger, WatchConfig};
 use crate::options::WatchMode;
 
@@ -133,64 +132,6 @@ fn dir_watch(dir: &Path) -> Option<Watch> {
             ancestor: p != dir,
         })
     })
-}
-
-/// The symlinks a path resolves through, and where it ends.
-#[derive(Debug, Default, PartialEq, Eq)]
-struct Chain {
-    /// Every symlink met, in order (those in directory components too), each
-    /// as a path through real directories.
-    links: Vec<PathBuf>,
-    /// The real path it ends at. What cannot be resolved (a missing entry,
-    /// too many links) is kept as written.
-    target: PathBuf,
-}
-
-/// Resolves an absolute path component by component, as realpath(3) does,
-/// but keeps every link it meets: a change of any of them moves the map.
-fn resolve_chain(path: &Path) -> Chain {
-    const MAX_LINKS: usize = 40; // Linux's MAXSYMLINKS
-    let parts = |p: &Path| -> Vec<OsString> {
-        p.components()
-            .filter_map(|c| match c {
-                Component::Normal(s) => Some(s.to_os_string()),
-                Component::ParentDir => Some("..".into()),
-                Component::RootDir | Component::CurDir | Component::Prefix(_) => None,
-            })
-            .collect()
-    };
-    let mut links = Vec::new();
-    let mut cur = PathBuf::from("/");
-    let mut todo: VecDeque<OsString> = parts(path).into();
-    let mut resolving = true;
-    while let Some(c) = todo.pop_front() {
-        if c == ".." {
-            cur.pop();
-            continue;
-        }
-        let next = cur.join(&c);
-        if resolving {
-            match std::fs::symlink_metadata(&next) {
-                Ok(m) if m.file_type().is_symlink() && links.len() < MAX_LINKS => {
-                    if let Ok(to) = std::fs::read_link(&next) {
-                        links.push(next);
-                        if to.is_absolute() {
-                            cur = PathBuf::from("/");
-                        }
-                        for part in parts(&to).into_iter().rev() {
-                            todo.push_front(part);
-                        }
-                        continue;
-                    }
-                }
-                Ok(_) => {}
-                // Missing (or unreadable): the rest is taken as written.
-                Err(_) => resolving = false,
-            }
-        }
-        cur = next;
-    }
-    Chain { links, target: cur }
 }
 
 fn dirs(ws: &[Watch]) -> Vec<Watch> {
@@ -383,10 +324,7 @@ impl Loop {
     fn targets(&self) -> (Vec<Watch>, Vec<PathBuf>) {
         let chain = resolve_chain(&self.path);
         let mut watches: Vec<Watch> = Vec::new();
-        let dirs = std::iter::once(self.dir.as_path())
-            .chain(chain.links.iter().filter_map(|l| l.parent()))
-            .chain(chain.target.parent());
-        for w in dirs.filter_map(dir_watch) {
+        for w in dirs_of(&self.path, &chain).filter_map(dir_watch) {
             // One inode, one watch: inotify would merge them and report
             // events under the last path given.
             match watches
@@ -545,10 +483,10 @@ impl Loop {
 
 #[cfg(test)]
 mod tests {
+    use super::super::chain::tests::linked_map;
     use super::*;
     use notify::event::{AccessKind, CreateKind, Flag, ModifyKind, RemoveKind, RenameMode};
     use notify::Event;
-    use std::os::unix::fs::symlink;
 
     fn dir(path: &str, exact: bool) -> Watch {
         Watch {
@@ -704,82 +642,9 @@ mod tests {
         }
     }
 
-    /// A private directory (removed when the first half drops) and its
-    /// path through real directories, as resolve_chain reports them.
-    fn tmpdir(name: &str) -> (crate::testing::TempDir, PathBuf) {
-        let t = crate::testing::TempDir::new(&format!("watch-{name}"));
-        let d = std::fs::canonicalize(t.path()).unwrap();
-        (t, d)
-    }
-
-    #[test]
-    fn a_plain_file_has_no_links() {
-        let (_t, d) = tmpdir("plain");
-        std::fs::write(d.join("m.json"), "{}").unwrap();
-        let c = resolve_chain(&d.join("m.json"));
-        assert_eq!(
-            c,
-            Chain {
-                links: vec![],
-                target: d.join("m.json")
-            }
-        );
-    }
-
-    #[test]
-    fn a_chain_lists_every_link_and_where_it_ends() {
-        let (_t, d) = tmpdir("chain");
-        for sub in ["a", "b", "c"] {
-            std::fs::create_dir(d.join(sub)).unwrap();
-        }
-        std::fs::write(d.join("c/real.json"), "{}").unwrap();
-        symlink("../c/real.json", d.join("b/hop")).unwrap(); // relative, with ..
-        symlink(d.join("b/hop"), d.join("a/m.json")).unwrap(); // absolute
-        let c = resolve_chain(&d.join("a/m.json"));
-        assert_eq!(c.links, vec![d.join("a/m.json"), d.join("b/hop")]);
-        assert_eq!(c.target, d.join("c/real.json"));
-        assert_eq!(c.target, std::fs::canonicalize(d.join("a/m.json")).unwrap());
-    }
-
-    #[test]
-    fn a_link_in_a_directory_component_counts_too() {
-        // Kubernetes: m.json -> ..data/m.json, ..data -> ..2026_1
-        let (_t, d) = tmpdir("k8s");
-        std::fs::create_dir(d.join("..2026_1")).unwrap();
-        std::fs::write(d.join("..2026_1/m.json"), "{}").unwrap();
-        symlink("..2026_1", d.join("..data")).unwrap();
-        symlink("..data/m.json", d.join("m.json")).unwrap();
-        let c = resolve_chain(&d.join("m.json"));
-        assert_eq!(c.links, vec![d.join("m.json"), d.join("..data")]);
-        assert_eq!(c.target, d.join("..2026_1/m.json"));
-    }
-
-    #[test]
-    fn a_dangling_link_ends_where_it_points() {
-        let (_t, d) = tmpdir("dangling");
-        symlink("gone/real.json", d.join("m.json")).unwrap();
-        let c = resolve_chain(&d.join("m.json"));
-        assert_eq!(c.links, vec![d.join("m.json")]);
-        assert_eq!(c.target, d.join("gone/real.json"));
-    }
-
-    #[test]
-    fn a_link_loop_ends() {
-        let (_t, d) = tmpdir("loop");
-        symlink("b", d.join("a")).unwrap();
-        symlink("a", d.join("b")).unwrap();
-        let c = resolve_chain(&d.join("a"));
-        assert_eq!(c.links.len(), 40);
-    }
-
     #[test]
     fn targets_cover_each_directory_of_the_chain_once_and_the_file() {
-        let (_t, d) = tmpdir("targets");
-        std::fs::create_dir(d.join("links")).unwrap();
-        std::fs::create_dir(d.join("real")).unwrap();
-        std::fs::write(d.join("real/m.json"), "{}").unwrap();
-        symlink("../real/m.json", d.join("links/hop")).unwrap();
-        symlink("hop", d.join("links/m.json")).unwrap();
+        let (_t, d) = linked_map("targets");
         let l = watching(d.join("links/m.json").to_str().unwrap(), vec![], &[]);
         let (watches, entries) = l.targets();
         let paths: Vec<_> = watches.iter().map(|w| (w.path.clone(), w.is_dir)).collect();

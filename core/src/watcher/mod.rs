@@ -1,7 +1,8 @@
 //! Keeps the token map current, so the hot path never touches the file
 //! system. The native build watches from a background thread with inotify
 //! (`inotify.rs`); the WebAssembly build, which runs no threads of its own,
-//! polls from a JS timer on the JS thread (`poll.rs`). Both hand the layer
+//! is driven from the JS thread by Node's `fs.watch` and a heartbeat timer
+//! (`node.rs`). Both watch the same things (`chain.rs`) and hand the layer
 //! the same triggers.
 
 use std::path::{Path, PathBuf};
@@ -10,14 +11,16 @@ use std::time::Duration;
 use crate::options::WatchMode;
 use crate::sys;
 
+mod chain;
 #[cfg(not(target_os = "wasi"))]
 mod inotify;
 #[cfg(not(target_os = "wasi"))]
 pub use inotify::Watcher;
+// Built everywhere, so `cargo test` covers it; used by the WebAssembly build.
+#[cfg_attr(not(target_os = "wasi"), allow(dead_code))]
+mod node;
 #[cfg(target_os = "wasi")]
-mod poll;
-#[cfg(target_os = "wasi")]
-pub use poll::Watcher;
+pub use node::{Input, Watch, Watcher};
 
 /// Why the watcher asks for a reload check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +39,8 @@ pub enum Backend {
     Starting = 0,
     Inotify = 1,
     Poll = 2,
+    /// Node's `fs.watch` (the WebAssembly build).
+    FsWatch = 3,
 }
 
 impl Backend {
@@ -44,6 +49,7 @@ impl Backend {
             Backend::Starting => "starting",
             Backend::Inotify => "inotify",
             Backend::Poll => "poll",
+            Backend::FsWatch => "fs.watch",
         }
     }
 }
