@@ -8,6 +8,7 @@
 //                        busy shared machine does not inflate by preemption
 //   --json=<file>        raw results, every sample
 // Prints Markdown tables and a check of the targets.
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 
@@ -156,7 +157,7 @@ function redactionChecks(row) {
 }
 
 if (want('reload')) {
-  const { reloadLatency, wasmReloadLatency } = await import('./reload.mjs');
+  const { reloadLatency, buildsReloadLatency } = await import('./reload.mjs');
   const rotations = quick ? 200 : 1000;
   const r = await reloadLatency({ rotations });
   results.reload = r;
@@ -174,15 +175,40 @@ if (want('reload')) {
     ),
   );
   console.log(`\nreloads counted: ${r.reloads}; rotations not seen within 2 s: ${r.timeouts}\n`);
-  const w = await wasmReloadLatency({ rotations: quick ? 10 : 40 });
-  results.wasmReload = w;
+  // Native next to WebAssembly, on Node 24 here and on Node 26 in a child.
+  const n = quick ? 40 : 400;
+  const sideBySide = [await buildsReloadLatency({ rotations: n })];
+  const { ensureNode } = await import('../scripts/ensure-openclaw.mjs');
+  const other = Number(process.versions.node.split('.')[0]) === 26 ? 24 : 26;
+  const child = spawnSync(await ensureNode(other), [new URL('./reload.mjs', import.meta.url).pathname, '--builds', String(n)], {
+    encoding: 'utf8',
+    env: { ...process.env, NODE_NO_WARNINGS: '1' },
+  });
+  if (child.status !== 0) throw new Error(`bench: the reload rows on Node ${other} failed: ${child.stderr}`);
+  sideBySide.push(JSON.parse(child.stdout.trim().split('\n').at(-1)));
+  results.buildsReload = sideBySide;
   console.log(
-    `The WebAssembly build polls from a JS timer every 500 ms: ${w.rotations} rotations, each started at a random point of the cycle, the caller yielding to the event loop between calls (ms)\n`,
+    `Native and WebAssembly builds side by side: ${n} rotations each, taking turns; the caller yields to the event loop between calls, as a gateway does (µs)\n`,
   );
-  console.log(
-    table(['design', 'median', 'p99', 'max'], [['claw-identity WebAssembly build', w.ms.median.toFixed(0), w.ms.p99.toFixed(0), w.ms.max.toFixed(0)]]),
+  const rows = sideBySide.flatMap((r) =>
+    ['native', 'wasm'].map((b) => [
+      `Node ${r.node}, ${b === 'native' ? 'native' : 'WebAssembly'} (${r[b].watcher})`,
+      us(r[b].median),
+      us(r[b].p99),
+      us(r[b].max),
+      r[b].timeouts,
+    ]),
   );
-  console.log(`\nrotations not seen within 6 s: ${w.timeouts}\n`);
+  console.log(table(['build', 'median', 'p99', 'max', 'not seen in 2 s'], rows));
+  console.log('');
+  for (const r of sideBySide) {
+    const gap = (r.wasm.p99 - r.native.p99) / 1000;
+    check(
+      `Node ${r.node}: WebAssembly reload p99 within 10 ms of the native build's`,
+      gap <= 10 && r.wasm.timeouts === 0,
+      `${us(r.wasm.p99)} µs vs ${us(r.native.p99)} µs (${gap.toFixed(2)} ms apart), ${r.wasm.timeouts} not seen`,
+    );
+  }
   check('reload p99 at most 5 ms', r.ours.p99 <= 5000 && r.timeouts === 0, `${us(r.ours.p99)} µs, ${r.timeouts} timeouts`);
 }
 
