@@ -103,7 +103,11 @@ function traceWindow(mode, calls = CALLS) {
     const [, tid, name, args] = m;
     const thread = report.threads[tid] ?? `tid ${tid}`;
     const who = tid === String(report.pid) ? `main (${thread})` : thread;
-    const notFs = (name === 'mmap' && args.includes('MAP_ANONYMOUS')) || /^\d+<(anon_inode|pipe|socket):/.test(args);
+    // glibc's malloc reads /proc/sys/vm/overcommit_memory once per process,
+    // the first time it shrinks a heap (check_may_shrink_heap, arena.c):
+    // the allocator's, once, whichever call happens to free the memory.
+    const allocator = args.includes('/proc/sys/vm/overcommit_memory');
+    const notFs = (name === 'mmap' && args.includes('MAP_ANONYMOUS')) || /^\d+<(anon_inode|pipe|socket):/.test(args) || allocator;
     const bucket = notFs ? other : fsCalls;
     bucket[who] = (bucket[who] ?? 0) + 1;
     if (!notFs && seen.length < 20) seen.push(`${who}: ${name}(${args.slice(0, 100)}`);

@@ -1,6 +1,7 @@
 // The watcher keeps the map live through every way a file gets replaced.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -64,11 +65,8 @@ test('with no timer running, renames and a directory deleted and made again are 
     parentPort.postMessage({ ready: true });
   `;
   const worker = new Worker(new URL(`data:text/javascript,${encodeURIComponent(source)}`), { workerData: { entryUrl, file } });
-  const next = () =>
-    new Promise((resolve, reject) => {
-      worker.once('message', resolve);
-      worker.once('error', reject);
-    });
+  // events.once rejects on the worker's 'error', and leaves no listener behind.
+  const next = async () => (await once(worker, 'message'))[0];
   const served = async (t, what) => {
     worker.postMessage(t);
     return Promise.race([next(), new Promise((_, no) => setTimeout(() => no(new Error(`${what} was never served`)), 10_000))]);
