@@ -29,7 +29,8 @@ pub fn start(env: &Env, js: &Rc<JsLayer>) -> Result<()> {
             let arg =
                 |i| -> Result<String> { Ok(cx.get::<Js>(i)?.host_str()?.unwrap_or_default()) };
             let (code, path);
-            let (names, events): (Vec<(usize, Option<String>)>, Vec<(usize, Option<&str>)>);
+            let names: Vec<(usize, Option<String>)>;
+            let events: Vec<(usize, Option<&str>)>;
             let input = match cx.get::<u32>(0)? {
                 TICK => Input::Tick,
                 EVENTS => {
