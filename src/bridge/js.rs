@@ -393,6 +393,9 @@ impl<'e> Js<'e> {
     /// hot path reads them without an allocation. `None` if the value is not
     /// a string.
     pub fn str_in<'b>(self, buf: &'b mut [u8]) -> Result<Option<std::borrow::Cow<'b, str>>> {
+        if cfg!(target_os = "wasi") {
+            return Ok(self.text()?.map(std::borrow::Cow::Owned));
+        }
         let mut written = 0usize;
         // SAFETY: `buf` has `buf.len()` bytes, room for the terminating NUL.
         let status = unsafe {
@@ -422,6 +425,11 @@ impl<'e> Js<'e> {
     /// Any string as UTF-8, in one copy (a lone surrogate becomes U+FFFD):
     /// for scanning long text, such as a tool's output.
     pub fn text(self) -> Result<Option<String>> {
+        // emnapi's UTF-8 (the WebAssembly build) takes any surrogate for the
+        // first of a pair and swallows the unit after it; its UTF-16 is exact.
+        if cfg!(target_os = "wasi") {
+            return Ok(self.utf16()?.map(|u| String::from_utf16_lossy(&u)));
+        }
         let mut len = 0usize;
         // SAFETY: a NULL buffer asks for the length only.
         let status = unsafe {
