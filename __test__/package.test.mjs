@@ -121,6 +121,10 @@ function assertWasmBuild(file) {
     exports.some((e) => e.startsWith('__napi_register__')),
     `${path.basename(file)} registers no N-API exports`,
   );
+  // The front's plain exports (src/bridge/front.rs), which lib/wasm-front.cjs calls.
+  for (const name of ['fields', 'header', 'enter', 'route', 'decide'].map((n) => `claw_identity_front_${n}`)) {
+    assert.ok(exports.includes(name), `${path.basename(file)} does not export ${name}`);
+  }
 }
 
 test('npm pack refuses, naming the build it cannot make and how to get it, and packs nothing', () => {

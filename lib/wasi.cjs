@@ -11,6 +11,7 @@ const path = require('node:path');
 const { createRequire } = require('node:module');
 const { WASI } = require('node:wasi');
 const { createContext, instantiateNapiModuleSync, emnapiTSFNPlugin } = require('@napi-rs/wasm-runtime');
+const makeFront = require('./wasm-front.cjs');
 
 // Windows files have no owner uid and no mode bits: there the permission
 // gate checks the owner and DACL instead, as OpenClaw's own fs-safe reads
@@ -59,7 +60,7 @@ const wasi = new WASI({ version: 'preview1', env: process.env, preopens: preopen
 const memory = new WebAssembly.Memory({ initial: 4000, maximum: 65536, shared: true }); // as napi-rs sizes it;
 
 const file = path.join(__dirname, '..', 'claw-identity.wasm32-wasi.wasm');
-const { napiModule } = instantiateNapiModuleSync(fs.readFileSync(file), {
+const { instance, napiModule } = instantiateNapiModuleSync(fs.readFileSync(file), {
   // What node_api_get_module_file_name returns, as Node gives a native addon
   // its own file: the layer guards the directory it was loaded from.
   filename: require('node:url').pathToFileURL(file).href,
@@ -81,4 +82,11 @@ const { napiModule } = instantiateNapiModuleSync(fs.readFileSync(file), {
   },
 });
 
-module.exports = napiModule.exports;
+// The front decides a tool call with no N-API call (src/bridge/front.rs):
+// Rust makes every hook through it from now on, and the module's own
+// `beforeToolCall`, made at load, is made again through it.
+const native = napiModule.exports;
+native.beforeToolCall = native.__useFront(makeFront(instance.exports, memory));
+delete native.__useFront;
+
+module.exports = native;

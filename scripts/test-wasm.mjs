@@ -27,6 +27,7 @@ export const EXCLUDED = {
   mcp: 'the command runs the build index.js picks, never claw-identity/wasm',
   sandbox: "the WebAssembly build can't start processes; the native run checks that it refuses",
   'system-deps': "it checks npm test's first step, which looks at the host's tools; no build runs",
+  'wasm-front': 'it loads both builds itself, the native one and the WebAssembly one, and compares them; the native run covers it',
 };
 
 const say = (line) => process.stderr.write(`test-wasm: ${line}\n`);

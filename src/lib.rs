@@ -335,6 +335,15 @@ pub fn init(mut exports: Object, env: Env) -> Result<()> {
     Ok(())
 }
 
+/// The WebAssembly build's front (`bridge/front.rs`), given once by
+/// `lib/wasi.cjs` as the module loads: returns the module's
+/// `beforeToolCall`, made again as the front's.
+#[cfg(target_os = "wasi")]
+#[napi(js_name = "__useFront", catch_unwind)]
+pub fn use_front<'e>(env: &'e Env, front: Js<'e>) -> Result<Js<'e>> {
+    bridge::tiers::use_front(env, front)
+}
+
 /// Does nothing: the cost floor of a native call, for the benchmark.
 #[napi]
 pub fn noop() {}

@@ -14,14 +14,21 @@ use napi::sys;
 use super::js::Js;
 use claw_identity_core::redact;
 
-/// A raw callback's data, and what the callback does with its two
-/// arguments (`undefined` where the caller passed fewer).
+/// The most arguments a raw callback reads.
+pub const MAX_ARGS: usize = 8;
+
+/// A raw callback's data, and what the callback does with its first
+/// [`Callback::ARGS`] arguments (`undefined` where the caller passed fewer).
 pub trait Callback: 'static {
     /// What the callback is, for the error thrown if it can't start.
     const WHAT: &'static str;
+    /// How many arguments it reads, at most [`MAX_ARGS`]; N-API fills each
+    /// slot, so a hook reads its two alone.
+    const ARGS: usize = 2;
 
-    /// The callback's result; `None` is `undefined`.
-    fn call<'e>(&self, env: &'e Env, first: Js<'e>, second: Js<'e>) -> Result<Option<Js<'e>>>;
+    /// The callback's result; `None` is `undefined`. `args` holds
+    /// [`Callback::ARGS`] values.
+    fn call<'e>(&self, env: &'e Env, args: &[Js<'e>]) -> Result<Option<Js<'e>>>;
 }
 
 /// A JS function `name` that runs `data.call`, and frees `data` when it is
@@ -69,7 +76,12 @@ unsafe extern "C" fn raw_callback<D: Callback>(
     env: sys::napi_env,
     info: sys::napi_callback_info,
 ) -> sys::napi_value {
-    let (mut argc, mut argv, mut data) = (2usize, [std::ptr::null_mut(); 2], std::ptr::null_mut());
+    const { assert!(D::ARGS <= MAX_ARGS) };
+    let (mut argc, mut argv, mut data) = (
+        D::ARGS,
+        [std::ptr::null_mut(); MAX_ARGS],
+        std::ptr::null_mut(),
+    );
     // SAFETY: `info` is this callback's; N-API fills missing args with undefined.
     let status = unsafe {
         sys::napi_get_cb_info(
@@ -89,16 +101,11 @@ unsafe extern "C" fn raw_callback<D: Callback>(
     let data = unsafe { &*(data as *const D) };
     let env = Env::from_raw(env);
     let r = catch_unwind(AssertUnwindSafe(|| -> Result<sys::napi_value> {
-        // SAFETY: the arguments are live for this callback.
-        let (first, second) = unsafe {
-            (
-                Js::from_raw(env.raw(), argv[0]),
-                Js::from_raw(env.raw(), argv[1]),
-            )
-        };
+        // SAFETY: the first `D::ARGS` arguments are live for this callback.
+        let args = argv.map(|a| unsafe { Js::from_raw(env.raw(), a) });
         // No value is `undefined` to the caller, as N-API defines it.
         Ok(data
-            .call(&env, first, second)?
+            .call(&env, &args[..D::ARGS])?
             .map_or(std::ptr::null_mut(), |v| v.raw()))
     }));
     match r {

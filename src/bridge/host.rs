@@ -42,7 +42,7 @@ pub struct JsLogger {
 const WRITE: &str =
     "(log) => function clawIdentityWrite(line, level = 0) { try { log[level](line); } catch {} }";
 
-fn level_index(level: Level) -> u32 {
+pub fn level_index(level: Level) -> u32 {
     match level {
         Level::Info => 0,
         Level::Warn => 1,
@@ -190,6 +190,12 @@ impl JsLogger {
         Ok((logger, log, outbox))
     }
 
+    /// Whether the logger takes lines of `level` (info lines only from a
+    /// logger that has `info`).
+    pub fn takes(&self, level: Level) -> bool {
+        level != Level::Info || self.info
+    }
+
     /// `write(level, line)`, for `rewrite.js`.
     pub fn write_fn<'e>(&self, env: &'e Env) -> Result<Js<'e>> {
         Js::of(env, self.write.borrow_back(env)?)
@@ -225,7 +231,7 @@ impl JsLogger {
         line: &str,
         undefined: Js<'e>,
     ) -> Result<Option<[Js<'e>; 2]>> {
-        if level == Level::Info && !self.info {
+        if !self.takes(level) {
             return Ok(None);
         }
         let raw = env.raw();

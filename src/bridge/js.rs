@@ -681,14 +681,21 @@ impl<'e> Js<'e> {
             if sys::napi_get_and_clear_last_exception(self.env, &mut e) != sys::Status::napi_ok {
                 return None;
             }
-            let e = self.wrap(e);
-            let msg = match e.kind().ok()? {
-                Kind::String => e,
-                Kind::Object | Kind::Function => e.get_unchecked(c"message").ok()?,
-                _ => return Some("a non-error value was thrown".to_owned()),
-            };
-            msg.host_str().ok().flatten()
+            Some(self.wrap(e).thrown_message())
         }
+    }
+
+    /// What a thrown value says: a string, or an error's `message`.
+    pub fn thrown_message(self) -> String {
+        let msg = match self.kind() {
+            Ok(Kind::String) => Ok(self),
+            Ok(Kind::Object | Kind::Function) => self.get_unchecked(c"message"),
+            _ => return "a non-error value was thrown".to_owned(),
+        };
+        msg.and_then(|m| m.host_str())
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| "an error without a message was thrown".to_owned())
     }
 
     /// `self.bind(undefined, ...args)`: a function that calls `self` with

@@ -69,6 +69,22 @@ fn object_or_not(v: Js<'_>) -> Result<(Option<Js<'_>>, bool)> {
     })
 }
 
+/// What the WebAssembly build's front read of a call before it handed the
+/// call to [`JsLayer::hook_read`] (`front.rs`): a field is read once per
+/// call, so what it read is used, not read again. The default is nothing.
+#[derive(Clone, Copy, Default)]
+pub struct Read<'e> {
+    /// `event.toolName` (`undefined` when the event is not an object).
+    pub tool: Option<Js<'e>>,
+    /// `ctx.agentId` and `ctx.sessionKey` (`undefined` when ctx is not an object).
+    pub ids: Option<(Js<'e>, Js<'e>)>,
+    /// `ctx.toolCallId`.
+    pub call_id: Option<Js<'e>>,
+    /// What the read after the last one read threw: the call is decided
+    /// as one whose read threw here.
+    pub thrown: Option<Js<'e>>,
+}
+
 /// Room on the stack for a tool name, an agent id and a session key: every
 /// one OpenClaw makes fits, so an owned call reads them without allocating.
 const ID_BUF: usize = 256;
@@ -83,6 +99,9 @@ pub struct JsLayer {
     sessions: RefCell<Option<JsSessions>>,
     /// Node's `url.fileURLToPath`, as OpenClaw's tools call it.
     file_url_to_path: FunctionRef<Js<'static>, Js<'static>>,
+    /// The layer's number with the WebAssembly build's front (`front.rs`).
+    #[cfg(target_os = "wasi")]
+    front: std::cell::Cell<Option<u32>>,
 }
 
 /// `rewrite.js`'s functions: an owned call's result with the token, the
@@ -224,13 +243,13 @@ impl JsLayer {
             Error::from_reason(format!("claw-identity: cannot start the map watcher: {e}"))
         })?;
         let factory: Js<'_> = env.run_script(source)?;
-        let owned = factory
+        let owned_fns = factory
             .call(Js::undefined_in(env)?, &[logger.write_fn(env)?])
             .map_err(Error::from_reason)?;
         let owned = Owned {
-            token: function_ref(env, owned.get_index(0)?)?,
-            conversation: function_ref(env, owned.get_index(1)?)?,
-            both: function_ref(env, owned.get_index(2)?)?,
+            token: function_ref(env, owned_fns.get_index(0)?)?,
+            conversation: function_ref(env, owned_fns.get_index(1)?)?,
+            both: function_ref(env, owned_fns.get_index(2)?)?,
         };
         let url: Js<'_> = env.run_script("process.getBuiltinModule('node:url').fileURLToPath")?;
         let js = Rc::new(JsLayer {
@@ -241,7 +260,15 @@ impl JsLayer {
             logger,
             pending,
             sessions: RefCell::new(sessions),
+            #[cfg(target_os = "wasi")]
+            front: Default::default(),
         });
+        #[cfg(target_os = "wasi")]
+        if let Some(front) = &*super::tiers::ThreadState::of(env)?.front.borrow() {
+            let write = js.logger.write_fn(env)?;
+            js.front
+                .set(Some(front.add_layer(env, &js, owned_fns, write)?));
+        }
         js.use_openclaw_config(options)?;
         if options.openclaw_config.is_none() {
             js.layer.say_unjudged();
@@ -281,6 +308,12 @@ impl JsLayer {
         self.layer
             .use_openclaw_config(config.as_ref(), &options.plugin);
         Ok(())
+    }
+
+    /// The layer's number with the WebAssembly build's front, once it has one.
+    #[cfg(target_os = "wasi")]
+    pub fn front(&self) -> Option<u32> {
+        self.front.get()
     }
 
     pub fn attach_sessions(&self, env: &Env, store: Js<'_>) -> Result<()> {
@@ -326,11 +359,23 @@ impl JsLayer {
         event: Js<'e>,
         ctx: Js<'e>,
     ) -> Result<Option<Js<'e>>> {
+        self.hook_read(env, event, ctx, Read::default())
+    }
+
+    /// [`JsLayer::hook`] for a call some of whose fields were read already
+    /// (`read`, by the WebAssembly build's front): those are not read again.
+    pub fn hook_read<'e>(
+        self: &Rc<Self>,
+        env: &'e Env,
+        event: Js<'e>,
+        ctx: Js<'e>,
+        read: Read<'e>,
+    ) -> Result<Option<Js<'e>>> {
         let mut tool_buf = [0u8; ID_BUF];
         let mut seen = Seen::None;
         let mut held = false;
         let r = catch_unwind(AssertUnwindSafe(|| {
-            self.decide(env, event, ctx, &mut tool_buf, &mut seen, &mut held)
+            self.decide(env, event, ctx, read, &mut tool_buf, &mut seen, &mut held)
         }));
         let tool = match &seen {
             Seen::None => None,
@@ -348,6 +393,19 @@ impl JsLayer {
         out
     }
 
+    /// A call the WebAssembly build's front decided, whose result could not
+    /// be built (a getter of its params threw `thrown`): blocked, as `hook`
+    /// blocks a call it can't finish.
+    #[cfg(target_os = "wasi")]
+    pub fn failed_result<'e>(&self, env: &'e Env, tool: Js<'e>, thrown: Js<'e>) -> Result<Js<'e>> {
+        let mut buf = [0u8; ID_BUF];
+        let tool = tool.str_in(&mut buf)?;
+        self.pending.hold();
+        let out = self.failed(env, tool.as_deref(), &thrown.thrown_message());
+        self.logger.release(env, &self.pending);
+        out
+    }
+
     fn failed<'e>(&self, env: &'e Env, tool: Option<&str>, why: &str) -> Result<Js<'e>> {
         let Some(tool) = tool else {
             return Js::undefined_in(env);
@@ -359,19 +417,27 @@ impl JsLayer {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn decide<'e>(
         self: &Rc<Self>,
         env: &'e Env,
         event: Js<'e>,
         ctx: Js<'e>,
+        read: Read<'e>,
         tool_buf: &mut [u8; ID_BUF],
         seen: &mut Seen,
         held: &mut bool,
     ) -> Result<Option<Js<'e>>> {
         let engine = self.layer.engine();
-        let tool = match event.is_object()? {
-            true => self.keys.read(env, event, TOOL)?.str_in(tool_buf)?,
-            false => None,
+        let thrown = |e: Js<'_>| Error::from_reason(e.thrown_message());
+        let tool = match read.tool {
+            Some(t) => t.str_in(tool_buf)?,
+            None => match read.thrown {
+                // Reading the tool's name threw: as if it threw here.
+                Some(e) => return Err(thrown(e)),
+                None if event.is_object()? => self.keys.read(env, event, TOOL)?.str_in(tool_buf)?,
+                None => None,
+            },
         };
         let Some((tool, route)) = tool.and_then(|t| engine.route(&t).map(|r| (t, r))) else {
             self.layer.note_unowned();
@@ -388,14 +454,17 @@ impl JsLayer {
         if PANIC_TEST.load(std::sync::atomic::Ordering::Relaxed) && tool == "claw-os____panic__" {
             panic!("the panic test tool");
         }
+        if let Some(e) = read.thrown {
+            return Err(thrown(e));
+        }
         let (mut agent_buf, mut session_buf) = ([0u8; ID_BUF], [0u8; ID_BUF]);
-        let (agent, session_js) = if ctx.is_object()? {
-            (
+        let (agent, session_js) = match read.ids {
+            Some((agent, session)) => (agent, Some(session)),
+            None if ctx.is_object()? => (
                 self.keys.read(env, ctx, AGENT)?,
                 Some(self.keys.read(env, ctx, SESSION)?),
-            )
-        } else {
-            (Js::undefined_in(env)?, None)
+            ),
+            None => (Js::undefined_in(env)?, None),
         };
         let agent = agent.str_in(&mut agent_buf)?;
         let session = match session_js {
@@ -405,8 +474,9 @@ impl JsLayer {
 
         // A call to a proxied server: its handle is bound to OpenClaw's call id.
         let mut call_buf = [0u8; ID_BUF];
-        let call_id = match proxy::server_of(engine.options(), &tool) {
-            Some(_) if ctx.is_object()? => match ctx.get(c"toolCallId")? {
+        let call_id = match (proxy::server_of(engine.options(), &tool), read.call_id) {
+            (Some(_), Some(v)) => v.str_in(&mut call_buf)?,
+            (Some(_), None) if ctx.is_object()? => match ctx.get(c"toolCallId")? {
                 Some(v) => v.str_in(&mut call_buf)?,
                 None => None,
             },

@@ -5,9 +5,13 @@
 //! `tiers` holds the hooks and the middleware those are; `params` reads a
 //! call's params exactly and copies and redacts JS values; `persist`
 //! redacts what OpenClaw is about to store; `host` calls OpenClaw's logger
-//! (every line goes through its `write`) and session store.
+//! (every line goes through its `write`) and session store. On the
+//! WebAssembly build, `front` decides a call with no N-API call, from the
+//! fields `lib/wasm-front.cjs` writes into linear memory.
 
 pub mod callback;
+#[cfg(target_os = "wasi")]
+pub mod front;
 pub mod host;
 #[cfg(target_os = "wasi")]
 pub mod host_fs;

@@ -23,10 +23,13 @@ use super::layer::{JsLayer, JsOptions};
 use crate::IdentityLayer;
 use claw_identity_core::redact::results::Hits;
 
-/// Per JS thread (each worker has its own): the layer `configure` made.
+/// Per JS thread (each worker has its own): the layer `configure` made,
+/// and on the WebAssembly build the front that makes its hooks.
 #[derive(Default)]
 pub struct ThreadState {
     shared: RefCell<Option<(String, Reference<IdentityLayer>)>>,
+    #[cfg(target_os = "wasi")]
+    pub front: RefCell<Option<super::front::FrontFns>>,
 }
 
 impl ThreadState {
@@ -116,7 +119,7 @@ enum Source {
 
 /// A callback's data: which function it is, its layer, and its
 /// registration's state.
-struct TierData {
+pub struct TierData {
     tier: Tier,
     source: Source,
     /// Shared by one registration's policy and hook.
@@ -124,10 +127,43 @@ struct TierData {
     warned: Rc<Cell<bool>>,
 }
 
+/// How the WebAssembly build's front starts a call (`front.rs`).
+#[cfg(target_os = "wasi")]
+pub enum Enter {
+    /// `undefined` at once: the trusted tier decided this call already.
+    Skip,
+    /// The N-API path decides it, the tier's part included.
+    Slow,
+    /// Decide it on this layer.
+    Go(Rc<JsLayer>),
+}
+
+#[cfg(target_os = "wasi")]
+impl TierData {
+    /// The tier's part of a call, as [`Callback::call`] does it, for the
+    /// front: with no N-API call, so the ordinary hook's warning (the
+    /// policy never ran) and a first use that must configure a layer go
+    /// the N-API way.
+    pub fn enter(&self) -> Enter {
+        match self.tier {
+            Tier::Policy => self.policy_ran.set(true),
+            Tier::Net if self.policy_ran.get() => return Enter::Skip,
+            Tier::Net => return Enter::Slow,
+            Tier::Module => {}
+        }
+        let layer = match &self.source {
+            Source::Layer(l) => Some(l.clone()),
+            Source::Thread(state) => state.current(),
+        };
+        layer.map_or(Enter::Slow, Enter::Go)
+    }
+}
+
 impl Callback for TierData {
     const WHAT: &'static str = "the hook's arguments";
 
-    fn call<'e>(&self, env: &'e Env, event: Js<'e>, ctx: Js<'e>) -> Result<Option<Js<'e>>> {
+    fn call<'e>(&self, env: &'e Env, args: &[Js<'e>]) -> Result<Option<Js<'e>>> {
+        let (event, ctx) = (args[0], args[1]);
         match self.tier {
             Tier::Policy => self.policy_ran.set(true),
             Tier::Net if self.policy_ran.get() => {
@@ -154,6 +190,16 @@ impl Callback for TierData {
     }
 }
 
+/// A hook `name` for `data`: on the WebAssembly build, the front's
+/// function (`front.rs`), once `lib/wasi.cjs` gave the front.
+fn hook<'e>(env: &'e Env, name: &str, data: TierData) -> Result<Js<'e>> {
+    #[cfg(target_os = "wasi")]
+    if let Some(front) = &*ThreadState::of(env)?.front.borrow() {
+        return front.hook(env, name, data);
+    }
+    make(env, name, data)
+}
+
 fn data(
     env: &Env,
     tier: Tier,
@@ -171,7 +217,7 @@ fn data(
 /// The module's `beforeToolCall(event, ctx)`.
 pub fn module_hook(env: &Env) -> Result<Js<'_>> {
     let (ran, warned) = Default::default();
-    make(
+    hook(
         env,
         "beforeToolCall",
         data(env, Tier::Module, &ran, &warned)?,
@@ -184,7 +230,7 @@ pub fn module_hook(env: &Env) -> Result<Js<'_>> {
 /// call here (BENCHMARKS.md).
 pub fn install_hook(env: &Env, object: Js<'_>, layer: &Rc<JsLayer>) -> Result<()> {
     let (ran, warned): (Rc<Cell<bool>>, Rc<Cell<bool>>) = Default::default();
-    let hook = make(
+    let f = hook(
         env,
         "beforeToolCall",
         TierData {
@@ -194,18 +240,29 @@ pub fn install_hook(env: &Env, object: Js<'_>, layer: &Rc<JsLayer>) -> Result<()
             warned,
         },
     )?;
-    object.define_fixed(Js::string(env.raw(), "beforeToolCall")?, hook)
+    object.define_fixed(Js::string(env.raw(), "beforeToolCall")?, f)
+}
+
+/// Takes the front `lib/wasi.cjs` made (`front.rs`): every hook made from
+/// now on is the front's. Returns the module's `beforeToolCall`, made
+/// again as the front's.
+#[cfg(target_os = "wasi")]
+pub fn use_front<'e>(env: &'e Env, front: Js<'_>) -> Result<Js<'e>> {
+    let state = ThreadState::of(env)?;
+    let fns = super::front::FrontFns::new(env, front)?;
+    *state.front.borrow_mut() = Some(fns);
+    module_hook(env)
 }
 
 /// `{ beforeToolCall, safetyNet }` for one registration.
 pub fn pair(env: &Env) -> Result<Js<'_>> {
     let (ran, warned): (Rc<Cell<bool>>, Rc<Cell<bool>>) = Default::default();
-    let policy = make(
+    let policy = hook(
         env,
         "beforeToolCall",
         data(env, Tier::Policy, &ran, &warned)?,
     )?;
-    let net = make(env, "safetyNet", data(env, Tier::Net, &ran, &warned)?)?;
+    let net = hook(env, "safetyNet", data(env, Tier::Net, &ran, &warned)?)?;
     let raw = env.raw();
     let out = Js::object(raw)?;
     out.define(&[
@@ -231,7 +288,8 @@ struct Redact(&'static ThreadState);
 impl Callback for Redact {
     const WHAT: &'static str = "the middleware's arguments";
 
-    fn call<'e>(&self, env: &'e Env, event: Js<'e>, ctx: Js<'e>) -> Result<Option<Js<'e>>> {
+    fn call<'e>(&self, env: &'e Env, args: &[Js<'e>]) -> Result<Option<Js<'e>>> {
+        let (event, ctx) = (args[0], args[1]);
         let raw = env.raw();
         let layer = self.0.layer(env)?;
         let redactor = layer.layer.redactor();
