@@ -3,6 +3,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 import { IdentityLayer, beforeToolCall, noop, redactToolResult } from '../index.js';
 import plugin from '../index.js';
@@ -125,10 +126,6 @@ export async function perCall({ samples, calls, clock = 'wall', redactionOnly = 
       tokenOnly = undefined;
     }
 
-    // The WebAssembly build (claw-identity/wasm), same calls.
-    const wasmQuiet = new wasm.IdentityLayer({ tokenMapPath: file });
-    const wasmBoth = pluginPair(file, countingLogger().logger, wasm.default);
-
     const plainLog = countingLogger();
     const plainBoth = plainDeployed(file, plainLog.logger);
     // The cross-user guard reads sessions_send (every rule is on by default).
@@ -144,8 +141,6 @@ export async function perCall({ samples, calls, clock = 'wall', redactionOnly = 
       ['layer', (e, c) => quiet.beforeToolCall(e, c)],
       ['logged', (e, c) => logged.beforeToolCall(e, c)],
       ['plugin', both],
-      ['wasm layer', (e, c) => wasmQuiet.beforeToolCall(e, c)],
-      ['wasm plugin', wasmBoth],
     ];
     if (tokenOnly) hooks.push(['token only', (e, c) => tokenOnly.beforeToolCall(e, c)]);
     for (const [name, hook] of hooks) {
@@ -175,16 +170,6 @@ export async function perCall({ samples, calls, clock = 'wall', redactionOnly = 
       // The module's own beforeToolCall, as OpenClaw calls it (the trusted policy, with the plugin's logger).
       { id: 'm.small+log', vs: 'a.small', run: () => beforeToolCall(ev.small, cx.owned) },
       { id: 'm.unowned', vs: 'a.unowned', run: () => beforeToolCall(ev.unowned, cx.unowned) },
-    ];
-    // The WebAssembly build, in rounds of its own (a call costs far more),
-    // with the plain-JS rows it is compared with.
-    const wasmVariants = [
-      ...variants.filter((v) => ['a.small', 'a.unowned', 'a.deployed', 'b.noop'].includes(v.id)),
-      { id: 'w.noop', run: () => wasm.noop() },
-      { id: 'w.small', vs: 'a.small', run: () => wasmQuiet.beforeToolCall(ev.small, cx.owned) },
-      { id: 'w.unowned', vs: 'a.unowned', run: () => wasmQuiet.beforeToolCall(ev.unowned, cx.unowned) },
-      { id: 'w.plugin+log', vs: 'a.deployed', run: () => wasmBoth(ev.small, cx.owned) },
-      { id: 'w.m.small+log', vs: 'a.small', run: () => wasm.beforeToolCall(ev.small, cx.owned) },
     ];
     // A guarded file tool (map-access): a read outside the map's directory,
     // next to one fs.statSync of the same file from JS.
@@ -242,21 +227,18 @@ export async function perCall({ samples, calls, clock = 'wall', redactionOnly = 
     }
     // `redactionOnly` (`--only=redaction`): the tool-result rows alone.
     const rounds = redactionOnly ? null : await interleave(variants, { samples, calls, clock });
-    const wasmRounds = redactionOnly ? null : await interleave(wasmVariants, { samples, calls: Math.max(1000, Math.floor(calls / 50)), clock });
-    wasmQuiet.close();
     const roundsById = {};
     for (const v of variants) roundsById[v.id] = rounds;
-    for (const v of wasmVariants.filter((w) => w.id.startsWith('w.'))) roundsById[v.id] = wasmRounds;
     for (const size of redaction) {
       const rs = await interleave(size.variants, { samples, calls: size.calls, chunk: Math.min(500, size.calls), warmup: size.calls, clock });
       for (const v of size.variants) roundsById[v.id] = rs;
     }
 
-    const measured = redactionOnly ? [] : [...variants, ...wasmVariants.filter((v) => v.id.startsWith('w.'))];
+    const measured = redactionOnly ? [] : variants;
     const all = [...measured, ...redaction.flatMap((s) => s.variants)];
     const rows = all.map(({ id, vs }) => {
       const rs = roundsById[id];
-      const floor = id.startsWith('w.') ? 'w.noop' : 'b.noop';
+      const floor = 'b.noop';
       return {
         id,
         ns: median(rs.map((r) => r[id])),
@@ -281,4 +263,64 @@ export async function perCall({ samples, calls, clock = 'wall', redactionOnly = 
     tmp.cleanup();
     work.cleanup();
   }
+}
+
+/**
+ * The WebAssembly build's rows, each next to its plain-JS anchor in the
+ * same rounds: owned (`IdentityLayer.beforeToolCall`), a tool it does not
+ * own, deployed (the plugin's two tiers, with a logger) and the module's
+ * `beforeToolCall`. Run on this Node, and by `run.mjs` on the other one in
+ * a child (`node bench/percall.mjs --wasm <samples> <calls> <clock>`).
+ */
+export async function wasmPerCall({ samples, calls, clock = 'wall' }) {
+  const tmp = tempDir();
+  try {
+    const file = path.join(tmp.dir, 'agent-tokens.json');
+    const map = {};
+    for (let i = 0; i < 9; i++) map[`agent-${i}`] = randomToken();
+    map[AGENT] = randomToken();
+    writeMapAtomic(file, map);
+    const plain = plainHook(file);
+    const plainBoth = plainDeployed(file, countingLogger().logger);
+    const quiet = new wasm.IdentityLayer({ tokenMapPath: file });
+    const both = pluginPair(file, countingLogger().logger, wasm.default);
+    const ev = { small: small(), unowned: unowned() };
+    const cx = { owned: ctxFor('claw-os__claw_notes'), unowned: ctxFor('web_search') };
+    for (const [name, hook] of [
+      ['layer', (e, c) => quiet.beforeToolCall(e, c)],
+      ['plugin', both],
+      ['module', (e, c) => wasm.beforeToolCall(e, c)],
+    ]) {
+      if (hook(ev.small, cx.owned)?.params?.auth_token !== map[AGENT]) throw new Error(`bench: the WebAssembly ${name} did not rewrite the token`);
+      if (hook(ev.unowned, cx.unowned) !== undefined) throw new Error(`bench: the WebAssembly ${name} touched an unowned tool`);
+    }
+    const variants = [
+      { id: 'a.small', run: () => plain(ev.small, cx.owned) },
+      { id: 'a.unowned', run: () => plain(ev.unowned, cx.unowned) },
+      { id: 'a.deployed', run: () => plainBoth(ev.small, cx.owned) },
+      { id: 'w.noop', run: () => wasm.noop() },
+      { id: 'w.small', vs: 'a.small', run: () => quiet.beforeToolCall(ev.small, cx.owned) },
+      { id: 'w.unowned', vs: 'a.unowned', run: () => quiet.beforeToolCall(ev.unowned, cx.unowned) },
+      { id: 'w.plugin+log', vs: 'a.deployed', run: () => both(ev.small, cx.owned) },
+      { id: 'w.m.small+log', vs: 'a.small', run: () => wasm.beforeToolCall(ev.small, cx.owned) },
+    ];
+    const rounds = await interleave(variants, { samples, calls, clock });
+    quiet.close();
+    return {
+      node: process.versions.node,
+      rows: variants.map(({ id, vs }) => ({
+        id,
+        ns: median(rounds.map((r) => r[id])),
+        vsAnchor: vs ? pairedRatio(rounds, id, vs) : null,
+        vsNoop: id.startsWith('w.') && id !== 'w.noop' ? pairedRatio(rounds, id, 'w.noop') : null,
+      })),
+    };
+  } finally {
+    tmp.cleanup();
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv[2] === '--wasm') {
+  const [samples, calls, clock] = process.argv.slice(3);
+  console.log(JSON.stringify(await wasmPerCall({ samples: Number(samples), calls: Number(calls), clock })));
 }
