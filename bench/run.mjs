@@ -123,11 +123,10 @@ async function wasmRows({ samples, calls, wasmPerCall }) {
   const here = await wasmPerCall({ samples, calls, clock });
   const { ensureNode } = await import('../scripts/ensure-openclaw.mjs');
   const other = Number(process.versions.node.split('.')[0]) === 26 ? 24 : 26;
-  const child = spawnSync(
-    await ensureNode(other),
-    [new URL('./percall.mjs', import.meta.url).pathname, '--wasm', String(samples), String(calls), clock],
-    { encoding: 'utf8', env: { ...process.env, NODE_NO_WARNINGS: '1' } },
-  );
+  const child = spawnSync(await ensureNode(other), [new URL('./percall.mjs', import.meta.url).pathname, '--wasm', String(samples), String(calls), clock], {
+    encoding: 'utf8',
+    env: { ...process.env, NODE_NO_WARNINGS: '1' },
+  });
   if (child.status !== 0) throw new Error(`bench: the WebAssembly rows on Node ${other} failed: ${child.stderr}`);
   const sides = [here, JSON.parse(child.stdout.trim().split('\n').at(-1))].sort((a, b) => a.node.localeCompare(b.node, 'en', { numeric: true }));
   results.wasmPerCall = sides;
