@@ -102,15 +102,21 @@ export function plainRedactor(tokens) {
   return (ev) => ({ result: walk(ev.result) });
 }
 
+/** A map of ten agents, the one the calls come from among them, in `dir`. */
+function tenAgents(dir) {
+  const file = path.join(dir, 'agent-tokens.json');
+  const map = {};
+  for (let i = 0; i < 9; i++) map[`agent-${i}`] = randomToken();
+  map[AGENT] = randomToken();
+  writeMapAtomic(file, map);
+  return { file, map };
+}
+
 export async function perCall({ samples, calls, clock = 'wall', redactionOnly = false }) {
   const tmp = tempDir();
   const work = tempDir();
   try {
-    const file = path.join(tmp.dir, 'agent-tokens.json');
-    const map = {};
-    for (let i = 0; i < 9; i++) map[`agent-${i}`] = randomToken();
-    map[AGENT] = randomToken();
-    writeMapAtomic(file, map);
+    const { file, map } = tenAgents(tmp.dir);
 
     const plain = plainHook(file);
     const quiet = new IdentityLayer({ tokenMapPath: file });
@@ -275,11 +281,7 @@ export async function perCall({ samples, calls, clock = 'wall', redactionOnly = 
 export async function wasmPerCall({ samples, calls, clock = 'wall' }) {
   const tmp = tempDir();
   try {
-    const file = path.join(tmp.dir, 'agent-tokens.json');
-    const map = {};
-    for (let i = 0; i < 9; i++) map[`agent-${i}`] = randomToken();
-    map[AGENT] = randomToken();
-    writeMapAtomic(file, map);
+    const { file, map } = tenAgents(tmp.dir);
     const plain = plainHook(file);
     const plainBoth = plainDeployed(file, countingLogger().logger);
     const quiet = new wasm.IdentityLayer({ tokenMapPath: file });
