@@ -116,10 +116,10 @@ describe('claw-identity in a running gateway (default rules)', () => {
     );
     assert.equal(got, `${FRANCIS} (new)`);
     // No restart: the same gateway process, and its uptime kept growing.
-    assert.ok(s.gateway.alive(), 'the gateway process is not the one we started');
+    assert.ok(s.gateway.alive(), h.notRestarted(run, 'the gateway process is not the one we started'));
     const uptimeAfter = await s.gateway.uptimeMs();
     assert.ok(typeof uptimeBefore === 'number' && typeof uptimeAfter === 'number', `uptime not reported (${uptimeBefore}, ${uptimeAfter})`);
-    assert.ok(uptimeAfter > uptimeBefore, `the gateway restarted in process (uptime ${uptimeBefore} -> ${uptimeAfter} ms)`);
+    assert.ok(uptimeAfter > uptimeBefore, h.notRestarted(run, `the gateway restarted in process (uptime ${uptimeBefore} -> ${uptimeAfter} ms)`));
   });
 
   it("a new tokenMapPath in the running gateway's config is applied hot: the next call carries the token from the new map", async () => {
@@ -156,9 +156,9 @@ describe('claw-identity in a running gateway (default rules)', () => {
     assert.equal(got, `${FRANCIS} (new map)`);
     s.tokens = fresh;
     // Hot: the same gateway process, never restarted, and no plugin reload.
-    assert.ok(s.gateway.alive(), 'the gateway process is not the one we started');
+    assert.ok(s.gateway.alive(), h.notRestarted(run, 'the gateway process is not the one we started'));
     const uptimeAfter = await s.gateway.uptimeMs();
-    assert.ok(uptimeAfter > uptimeBefore, `the gateway restarted in process (uptime ${uptimeBefore} -> ${uptimeAfter} ms)`);
+    assert.ok(uptimeAfter > uptimeBefore, h.notRestarted(run, `the gateway restarted in process (uptime ${uptimeBefore} -> ${uptimeAfter} ms)`));
     assert.equal(registrations(), registeredBefore, 'the plugin was registered again: the config change reloaded every plugin');
     // `status` reads the layer the calls went through: the new map, and every call counted.
     const st = await h.openclaw(run, ['claw-identity', 'status', '--json'], { env: { OPENCLAW_GATEWAY_TOKEN: run.gatewayToken }, label: 'status' });

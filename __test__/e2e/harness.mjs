@@ -591,9 +591,22 @@ export async function agentViaGateway(run, { agent, sessionKey, message, timeout
   log(
     `openclaw agent (${opts.label}): OpenClaw's agent database stayed stuck through ${res.attempts} attempts; restarting the gateway and running the turn once more`,
   );
+  run.harnessRestarts = [...(run.harnessRestarts ?? []), opts.label];
   await run.gateway.stop();
   await startGateway(run);
   return agentTurn(run, args, opts);
+}
+
+/**
+ * The message of a check that the gateway was not restarted (a hot
+ * reload): `what`, and whether the harness itself restarted it, after
+ * OpenClaw's agent database got stuck (`agentViaGateway`), in which case
+ * the run can't show the reload was hot either way.
+ */
+export function notRestarted(run, what) {
+  const by = run.harnessRestarts ?? [];
+  if (by.length === 0) return what;
+  return `${what}; but the harness restarted the gateway itself, after OpenClaw's agent database got stuck (turn ${by.join(', ')}), so this run can't tell whether the reload was hot: run it again`;
 }
 
 /**

@@ -171,7 +171,7 @@ describe('the posture in a real gateway', () => {
         what: 'the posture judged again after the reload',
       },
     );
-    assert.ok(s.gateway.alive(), 'the gateway restarted: the reload was not hot');
+    assert.ok(s.gateway.alive(), h.notRestarted(s.run, 'the gateway restarted: the reload was not hot'));
     const tag = nonce();
     await turn(FRANCIS, 'notes', { wrong: `n-${tag}`, tag });
     const calls = callsFor(tag);
