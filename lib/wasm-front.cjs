@@ -32,12 +32,6 @@ const RENDER_THREW = -4;
 /** What N-API's typeof calls an object or a function: something with properties to read. */
 const isObject = (v) => (typeof v === 'object' && v !== null) || typeof v === 'function';
 
-/** `event.params` as the N-API path takes it: an object that is not an array, or nothing. */
-function paramsOf(event) {
-  const p = event.params;
-  return typeof p === 'object' && p !== null && !Array.isArray(p) ? p : undefined;
-}
-
 module.exports = function makeFront(exports, memory) {
   const { claw_identity_front_enter: enter, claw_identity_front_route: route, claw_identity_front_decide: decide } = exports;
   const fieldsAt = exports.claw_identity_front_fields() >>> 1;
@@ -69,7 +63,7 @@ module.exports = function makeFront(exports, memory) {
   /** An owned call's result, as layer.rs's `owned` builds it: `slot_value` says where a param is taken out. */
   function owned(L, event, tokenSlot, token, conversationSlot, conversation, line, level) {
     const read = tokenSlot === CLEAR || conversationSlot === CLEAR;
-    const p = read ? paramsOf(event) : undefined;
+    const p = read ? L.paramsOf(event) : undefined;
     const holds = (name) => p !== undefined && Object.hasOwn(p, name);
     const hasToken = tokenSlot === SET || (tokenSlot === CLEAR && holds(L.tokenParam));
     const hasConversation = conversationSlot === SET || conversationSlot === YOURS || (conversationSlot === CLEAR && holds(L.conversationParam));
@@ -82,9 +76,10 @@ module.exports = function makeFront(exports, memory) {
   }
 
   return {
-    /** Rust records layer `i`'s functions: rewrite.js's three, the logger's `write`, its param names. */
+    /** Rust records layer `i`'s functions: rewrite.js's (its three and `paramsOf`), the logger's `write`, its param names. */
     layer(i, fns, write, tokenParam, conversationParam) {
-      layers[i] = { token: fns[0], conversation: fns[1], both: fns[2], write, tokenParam, conversationParam };
+      const [token, conversation, both, paramsOf] = fns;
+      layers[i] = { token, conversation, both, paramsOf, write, tokenParam, conversationParam };
     },
 
     /** The hook `name` for Rust's `tier`, with `slow` (the N-API path) and `flush` (waiting lines). */

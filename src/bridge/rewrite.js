@@ -45,5 +45,8 @@
       if (line !== undefined) write(line, level);
       return { params: { ...p, TOKEN: token, CONVERSATION: conversation } };
     },
+    // The WebAssembly build's front reads the params with it where a param
+    // may be taken out (lib/wasm-front.cjs).
+    paramsOf,
   ];
 };

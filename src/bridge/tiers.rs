@@ -127,35 +127,40 @@ pub struct TierData {
     warned: Rc<Cell<bool>>,
 }
 
-/// How the WebAssembly build's front starts a call (`front.rs`).
-#[cfg(target_os = "wasi")]
+/// How a call of a tier starts, before any N-API call.
 pub enum Enter {
     /// `undefined` at once: the trusted tier decided this call already.
     Skip,
-    /// The N-API path decides it, the tier's part included.
-    Slow,
+    /// What comes next needs N-API: the ordinary hook's warning (its policy
+    /// never ran), or a first use that must configure a layer.
+    WithEnv,
     /// Decide it on this layer.
     Go(Rc<JsLayer>),
 }
 
-#[cfg(target_os = "wasi")]
 impl TierData {
-    /// The tier's part of a call, as [`Callback::call`] does it, for the
-    /// front: with no N-API call, so the ordinary hook's warning (the
-    /// policy never ran) and a first use that must configure a layer go
-    /// the N-API way.
+    /// The tier's part of a call, with no N-API call: the callback below
+    /// and the WebAssembly build's front (`front.rs`) both start here.
     pub fn enter(&self) -> Enter {
         match self.tier {
             Tier::Policy => self.policy_ran.set(true),
             Tier::Net if self.policy_ran.get() => return Enter::Skip,
-            Tier::Net => return Enter::Slow,
+            Tier::Net => return Enter::WithEnv,
             Tier::Module => {}
         }
         let layer = match &self.source {
             Source::Layer(l) => Some(l.clone()),
             Source::Thread(state) => state.current(),
         };
-        layer.map_or(Enter::Slow, Enter::Go)
+        layer.map_or(Enter::WithEnv, Enter::Go)
+    }
+
+    /// The layer this tier decides on, configured with defaults on first use.
+    fn layer(&self, env: &Env) -> Result<Rc<JsLayer>> {
+        match &self.source {
+            Source::Layer(l) => Ok(l.clone()),
+            Source::Thread(state) => state.layer(env),
+        }
     }
 }
 
@@ -164,21 +169,11 @@ impl Callback for TierData {
 
     fn call<'e>(&self, env: &'e Env, args: &[Js<'e>]) -> Result<Option<Js<'e>>> {
         let (event, ctx) = (args[0], args[1]);
-        match self.tier {
-            Tier::Policy => self.policy_ran.set(true),
-            Tier::Net if self.policy_ran.get() => {
-                // The trusted tier decided this call already: `undefined`.
-                return Ok(None);
-            }
-            Tier::Net | Tier::Module => {}
-        }
-        let thread;
-        let layer = match &self.source {
-            Source::Layer(l) => l,
-            Source::Thread(state) => {
-                thread = state.layer(env)?;
-                &thread
-            }
+        let layer = match self.enter() {
+            // The trusted tier decided this call already: `undefined`.
+            Enter::Skip => return Ok(None),
+            Enter::Go(layer) => layer,
+            Enter::WithEnv => self.layer(env)?,
         };
         if self.tier == Tier::Net && !self.warned.replace(true) {
             claw_identity_core::log_error!(
