@@ -4,7 +4,7 @@
 // and 10-20 s to boot, so each describe block shares one, and they run one
 // after the other.
 
-import { describe, it, before, after } from 'node:test';
+import { describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -34,7 +34,7 @@ function gatewaySuite(name, pluginConfig = {}) {
       modelBaseUrl: s.model.baseUrl,
       plugin: { path: h.stagePlugin(s.run, plugin), config: { tokenMapPath: s.run.tokenMapPath, ...pluginConfig } },
     });
-    s.gateway = await h.startGateway(s.run);
+    await h.startGateway(s.run);
   });
   after(async () => {
     await s.model?.close();
@@ -48,6 +48,7 @@ function gatewaySuite(name, pluginConfig = {}) {
 
 describe('claw-identity in a running gateway (default rules)', () => {
   const s = gatewaySuite('gateway');
+  const it = h.gatewayIt(() => s.run);
 
   it("francis's own claw_notes call carries francis's token", async () => {
     const tag = nonce();
@@ -91,7 +92,8 @@ describe('claw-identity in a running gateway (default rules)', () => {
 
   it('scenario 3: the map is rotated atomically while the gateway runs; the next call carries the new token', async () => {
     const { run } = s;
-    const uptimeBefore = await s.gateway.uptimeMs();
+    const gateway = run.gateway;
+    const uptimeBefore = await gateway.uptimeMs();
     const reloads = () => h.logMessages(run).filter((l) => /token map reloaded/.test(l)).length;
     const reloadsBefore = reloads();
     const old = s.tokens;
@@ -116,15 +118,16 @@ describe('claw-identity in a running gateway (default rules)', () => {
     );
     assert.equal(got, `${FRANCIS} (new)`);
     // No restart: the same gateway process, and its uptime kept growing.
-    assert.ok(s.gateway.alive(), h.notRestarted(run, 'the gateway process is not the one we started'));
-    const uptimeAfter = await s.gateway.uptimeMs();
+    assert.ok(gateway.alive(), h.notRestarted(run, 'the gateway process is not the one we started'));
+    const uptimeAfter = await gateway.uptimeMs();
     assert.ok(typeof uptimeBefore === 'number' && typeof uptimeAfter === 'number', `uptime not reported (${uptimeBefore}, ${uptimeAfter})`);
     assert.ok(uptimeAfter > uptimeBefore, h.notRestarted(run, `the gateway restarted in process (uptime ${uptimeBefore} -> ${uptimeAfter} ms)`));
   });
 
   it("a new tokenMapPath in the running gateway's config is applied hot: the next call carries the token from the new map", async () => {
     const { run } = s;
-    const uptimeBefore = await s.gateway.uptimeMs();
+    const gateway = run.gateway;
+    const uptimeBefore = await gateway.uptimeMs();
     // The new map, in a folder of its own (inside secrets/, which the leak scan skips).
     const dir = path.join(run.secrets, 'moved');
     fs.mkdirSync(dir, { mode: 0o700 });
@@ -156,8 +159,8 @@ describe('claw-identity in a running gateway (default rules)', () => {
     assert.equal(got, `${FRANCIS} (new map)`);
     s.tokens = fresh;
     // Hot: the same gateway process, never restarted, and no plugin reload.
-    assert.ok(s.gateway.alive(), h.notRestarted(run, 'the gateway process is not the one we started'));
-    const uptimeAfter = await s.gateway.uptimeMs();
+    assert.ok(gateway.alive(), h.notRestarted(run, 'the gateway process is not the one we started'));
+    const uptimeAfter = await gateway.uptimeMs();
     assert.ok(uptimeAfter > uptimeBefore, h.notRestarted(run, `the gateway restarted in process (uptime ${uptimeBefore} -> ${uptimeAfter} ms)`));
     assert.equal(registrations(), registeredBefore, 'the plugin was registered again: the config change reloaded every plugin');
     // `status` reads the layer the calls went through: the new map, and every call counted.
@@ -197,6 +200,7 @@ describe('claw-identity in a running gateway (default rules)', () => {
 
 describe('claw-identity in a running gateway (spawn-redirect off: a real cross-agent sub-agent)', () => {
   const s = gatewaySuite('gateway-spawn', { rules: { spawnRedirect: { enabled: false } } });
+  const it = h.gatewayIt(() => s.run);
 
   it("scenario 2: francis spawns a paco--dali sub-agent; the child's claw_audio carries dali's token", async () => {
     const tag = nonce();

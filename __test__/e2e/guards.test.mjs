@@ -15,7 +15,7 @@
 // Every assertion is on what really happened: the tool results the model
 // saw, the files on disk.
 
-import { describe, it, before, after } from 'node:test';
+import { describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -28,6 +28,7 @@ const nonce = () => crypto.randomBytes(3).toString('hex');
 
 describe('the guards see what OpenClaw opens', () => {
   const s = {};
+  const it = h.gatewayIt(() => s.run);
 
   before(async () => {
     const plugin = h.pluginDir();
@@ -65,7 +66,7 @@ describe('the guards see what OpenClaw opens', () => {
       extra: { agents: { defaults: { workspace: s.workspace }, entries: { [FRANCIS]: { workspace: undefined } } } },
     });
     s.configBefore = fs.readFileSync(s.run.configPath);
-    s.gateway = await h.startGateway(s.run);
+    await h.startGateway(s.run);
   });
   after(async () => {
     await s.model?.close();
@@ -155,6 +156,7 @@ describe('the guards see what OpenClaw opens', () => {
 
 describe("with tools.fs.workspaceOnly (OpenClaw's own line), a managed hook still can't be written", () => {
   const s = {};
+  const it = h.gatewayIt(() => s.run);
 
   before(async () => {
     const plugin = h.pluginDir();
@@ -171,7 +173,7 @@ describe("with tools.fs.workspaceOnly (OpenClaw's own line), a managed hook stil
       plugin: { path: h.stagePlugin(s.run, plugin), config: { tokenMapPath: s.run.tokenMapPath } },
       extra: { tools: { fs: { workspaceOnly: true } } },
     });
-    s.gateway = await h.startGateway(s.run);
+    await h.startGateway(s.run);
   });
   after(async () => {
     await s.model?.close();

@@ -16,7 +16,7 @@
 // `exec { command: "base64 <map>" }`; only OpenClaw's sandbox (or
 // protectMap "strict") closes that.
 
-import { describe, it, before, after } from 'node:test';
+import { describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -46,6 +46,7 @@ const { tokenPieces } = h;
 
 describe("the token map out of the models' reach", () => {
   const s = {};
+  const it = h.gatewayIt(() => s.run);
 
   before(async () => {
     const plugin = h.pluginDir();
@@ -77,7 +78,7 @@ describe("the token map out of the models' reach", () => {
     // From the workspace (<root>/workspaces/<agent>) up to <root>/home/secrets.
     s.relMap = path.relative(s.workspace, s.map);
     assert.ok(s.relMap.startsWith('../'), s.relMap);
-    s.gateway = await h.startGateway(s.run);
+    await h.startGateway(s.run);
   });
   after(async () => {
     await s.model?.close();

@@ -3,7 +3,7 @@
 // `claw-identity.status` gateway method behind `openclaw claw-identity
 // status`. One gateway; the commands that need none run before it starts.
 
-import { describe, it, before, after } from 'node:test';
+import { describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -17,6 +17,7 @@ const report = (stdout) => stdout.slice(stdout.indexOf('claw-identity '));
 
 describe('operating claw-identity from OpenClaw', () => {
   const s = {};
+  const it = h.gatewayIt(() => s.run);
   before(async () => {
     await h.openclawRuntime();
     s.run = await h.createRun('ops');

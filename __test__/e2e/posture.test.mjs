@@ -31,7 +31,7 @@
 // control shows it does; without `tools.fs.workspaceOnly`, case 5's edit
 // follows the link into the map.
 
-import { describe, it, before, after } from 'node:test';
+import { describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -48,6 +48,7 @@ const nonce = () => crypto.randomBytes(3).toString('hex');
 
 describe('the posture in a real gateway', () => {
   const s = {};
+  const it = h.gatewayIt(() => s.run);
 
   before(async () => {
     await h.openclawRuntime();
@@ -79,7 +80,7 @@ describe('the posture in a real gateway', () => {
     fs.writeFileSync(s.harmless, '{ "harmless": true }\n', { mode: 0o600 });
     s.link = path.join(s.workspace, 'config.json');
     fs.symlinkSync(s.harmless, s.link);
-    s.gateway = await h.startGateway(s.run);
+    await h.startGateway(s.run);
   });
   after(async () => {
     await s.model?.close();
@@ -153,6 +154,7 @@ describe('the posture in a real gateway', () => {
   });
 
   it('after `openclaw config set` contains every agent (hot reload), the next owned call gets the agent token', async () => {
+    const gateway = s.run.gateway;
     const before = clawLines().length;
     for (const [key, value] of [
       ['tools.deny', HOST_TOOLS],
@@ -171,7 +173,7 @@ describe('the posture in a real gateway', () => {
         what: 'the posture judged again after the reload',
       },
     );
-    assert.ok(s.gateway.alive(), h.notRestarted(s.run, 'the gateway restarted: the reload was not hot'));
+    assert.ok(gateway.alive(), h.notRestarted(s.run, 'the gateway restarted: the reload was not hot'));
     const tag = nonce();
     await turn(FRANCIS, 'notes', { wrong: `n-${tag}`, tag });
     const calls = callsFor(tag);

@@ -40,7 +40,7 @@
 // probes' calls reach the upstreams; one that served any local process
 // would answer curl.
 
-import { describe, it, before, after } from 'node:test';
+import { describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
@@ -66,6 +66,7 @@ const nonce = () => crypto.randomBytes(3).toString('hex');
 
 describe('the MCP proxy in a real gateway', () => {
   const s = {};
+  const it = h.gatewayIt(() => s.run);
 
   before(async () => {
     await h.openclawRuntime();
@@ -137,7 +138,7 @@ describe('the MCP proxy in a real gateway', () => {
         },
       },
     });
-    s.gateway = await h.startGateway(run);
+    await h.startGateway(run);
   });
   after(async () => {
     await s.model?.close();

@@ -4,7 +4,7 @@
 // MCP server actually did: the tool results the model saw, the calls the
 // `claw-os` server received, the sessions OpenClaw reported.
 
-import { describe, it, before, after } from 'node:test';
+import { describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import * as h from './harness.mjs';
@@ -67,6 +67,7 @@ const WORKBOARD = [
 
 describe('the identity rules in a running gateway', () => {
   const s = {};
+  const it = h.gatewayIt(() => s.run);
 
   before(async () => {
     const plugin = h.pluginDir();
@@ -86,7 +87,7 @@ describe('the identity rules in a running gateway', () => {
         tools: { alsoAllow: ['workboard_create', 'workboard_list'] },
       },
     });
-    s.gateway = await h.startGateway(s.run);
+    await h.startGateway(s.run);
   });
   after(async () => {
     await s.model?.close();

@@ -15,7 +15,7 @@
 // records (the model's log, the MCP call log, CLI output, OpenClaw's log)
 // are hidden with sandbox.hide, as an operator would hide such files.
 
-import { describe, it, before, after } from 'node:test';
+import { describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -42,6 +42,7 @@ function sessionIdIn(text) {
 
 describe('the claw-identity sandbox in a real gateway', () => {
   const s = {};
+  const it = h.gatewayIt(() => s.run);
 
   before(async () => {
     await h.openclawRuntime();
@@ -75,7 +76,7 @@ describe('the claw-identity sandbox in a real gateway', () => {
     s.workspace = path.join(s.run.workspaces, FRANCIS);
     s.atlasNotes = h.randomToken();
     fs.writeFileSync(path.join(s.run.workspaces, ATLAS, 'notes.md'), s.atlasNotes, { mode: 0o600 });
-    s.gateway = await h.startGateway(s.run);
+    await h.startGateway(s.run);
     // OpenClaw may settle its own config at start; from here on nobody may change it.
     s.configHash = sha(s.run.configPath);
     s.secrets = { ...s.tokens, gateway: s.run.gatewayToken, atlasNotes: s.atlasNotes };
