@@ -9,6 +9,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as h from './harness.mjs';
 
+// How long a change takes to show in `openclaw health`: OpenClaw refreshes
+// the snapshot it serves every 60 s (HEALTH_REFRESH_INTERVAL_MS,
+// dist/server-constants-*.mjs), and one `openclaw health` takes about 10 s
+// on a busy CI machine, so 90 s could leave 20 s to spare.
+const HEALTH_WAIT_MS = 150_000;
+
 /** `openclaw claw-identity ...`, with the gateway's token in the environment as an operator would have it. */
 const oc = (run, args) => h.openclaw(run, ['claw-identity', ...args], { env: { OPENCLAW_GATEWAY_TOKEN: run.gatewayToken }, label: `ci-${args[0]}` });
 
@@ -169,7 +175,7 @@ describe('operating claw-identity from OpenClaw', () => {
         return errors?.length ? errors : null;
       },
       {
-        timeoutMs: 90_000,
+        timeoutMs: HEALTH_WAIT_MS,
         intervalMs: 2000,
         what: "claw-identity's service failure in openclaw health",
       },
@@ -185,7 +191,7 @@ describe('operating claw-identity from OpenClaw', () => {
     for (const [a, t] of Object.entries(fresh)) s.tokens[`${a} (after the broken map)`] = t;
     h.writeTokenMap(s.run, fresh);
     await h.waitFor(async () => ((await ours())?.length === 0 ? true : null), {
-      timeoutMs: 90_000,
+      timeoutMs: HEALTH_WAIT_MS,
       intervalMs: 2000,
       what: 'the failure cleared from openclaw health once the map is good again',
     });
