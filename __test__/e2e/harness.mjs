@@ -589,6 +589,9 @@ export async function agentLocal(run, { agent, sessionKey, message, timeoutMs = 
 // session maintenance Worker of the same database was busy for seconds just
 // before). Only a new gateway process clears it.
 const STUCK_GATEWAY = /Agent database cleanup failed/;
+// In the gateway's log: the idle close's own line too, whatever error it
+// names (a close with one failure throws that failure, not the aggregate's
+// "Agent database cleanup failed", so STUCK_GATEWAY alone would miss it).
 const STUCK_LOG = /Agent database (?:idle )?cleanup failed/;
 
 /** How many times OpenClaw's log says an agent database got stuck. */
@@ -606,7 +609,7 @@ async function restartStuckGateway(run, label) {
 /**
  * node:test's `it`, for a suite whose scenarios share one gateway
  * (`getRun()` is the suite's run). A scenario that fails after OpenClaw's
- * agent database got stuck in that gateway (STUCK_GATEWAY; its log says so)
+ * agent database got stuck in that gateway (its log says so: STUCK_LOG)
  * is run once more, from its start, in a new gateway, and must pass every
  * assertion there: nothing is relaxed, and a failure with no such fault in
  * the gateway's log fails at once. The first failure is logged.
